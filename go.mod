@@ -1,0 +1,13 @@
+module github.com/collie-linux/collie
+
+go 1.26.8
+
+require (
+	github.com/coreos/go-systemd/v22 v22.7.0
+	github.com/godbus/dbus/v5 v5.2.4
+	github.com/pelletier/go-toml/v2 v2.4.3
+	github.com/rogpeppe/go-internal v1.16.0
+	golang.org/x/sys v0.50.0
+)
+
+require golang.org/x/tools v0.26.0 // indirect
