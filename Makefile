@@ -1,0 +1,47 @@
+# Collie for Linux. `make run` runs the bridge with a demo agent; `make test`
+# runs every test (and installs the Debian packages the tests need, as root).
+
+# One version source (R14): the top entry of debian/changelog, without the
+# Debian revision.
+VERSION := $(shell sed -n '1s/^[^(]*(\([^)-]*\).*/\1/p' debian/changelog)
+PKG     := github.com/collie-linux/collie
+LDFLAGS := -X $(PKG)/internal/version.version=$(VERSION)
+GO      ?= go
+STATICCHECK_VERSION := v0.8.2
+
+.PHONY: all build run test deps lint fuzz bench clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/collie ./cmd/collie-agent
+
+run: build
+	./bin/collie demo
+
+# Tests that need real systemd run as root (CI runs as root); elsewhere they
+# skip and say why.
+test: deps lint
+	$(GO) test -count=1 ./...
+
+deps:
+	@./.ci/deps
+
+lint:
+	@out=$$(gofmt -l cmd internal); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+# A short run of every fuzz target; the seed corpora live in testdata/.
+FUZZTIME ?= 20s
+fuzz:
+	$(GO) test -run='^$$' -fuzz=FuzzLine -fuzztime=$(FUZZTIME) ./internal/sanitize
+	$(GO) test -run='^$$' -fuzz=FuzzBlock -fuzztime=$(FUZZTIME) ./internal/sanitize
+	$(GO) test -run='^$$' -fuzz=FuzzLabel -fuzztime=$(FUZZTIME) ./internal/sanitize
+	$(GO) test -run='^$$' -fuzz=FuzzParseSnapshot -fuzztime=$(FUZZTIME) ./internal/wire
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem ./internal/sanitize ./internal/wire ./internal/sockpath ./internal/upstream
+
+clean:
+	rm -rf bin

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/collie-linux/collie/internal/config"
+	"github.com/collie-linux/collie/internal/sources"
+)
+
+// cmdDemo runs the bridge with collie-agent attached, in a throwaway
+// folder: no config, no root and no systemd needed (`make run`).
+func cmdDemo(ctx context.Context, e *env, args []string) error {
+	if err := parse(newFlags("collie demo", e), args); err != nil {
+		return err
+	}
+	agentBin, err := findAgent()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "collie-demo-")
+	if err != nil {
+		return fmt.Errorf("make the demo's folder: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	paths := config.Paths{
+		Config:  filepath.Join(dir, "config", "collie"),
+		State:   filepath.Join(dir, "state", "collie"),
+		Runtime: filepath.Join(dir, "run"),
+	}
+	if err := os.Mkdir(paths.Runtime, 0o700); err != nil {
+		return fmt.Errorf("make the demo's runtime folder: %w", err)
+	}
+	socket := filepath.Join(paths.Desk(), "demo.sock")
+	if err := sources.Update(paths.Sources(), func(f *sources.File) error {
+		return f.Add(sources.Source{Name: "demo", Socket: socket})
+	}); err != nil {
+		return err
+	}
+
+	agent := exec.Command(agentBin, "--name", "demo", "--socket", socket, "--config", filepath.Join(dir, "none.toml"))
+	agent.Stdout, agent.Stderr = e.stderr, e.stderr
+	agent.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := agent.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", agentBin, err)
+	}
+	defer func() {
+		agent.Process.Signal(syscall.SIGTERM)
+		agent.Wait()
+	}()
+	if err := waitForSocket(socket, 5*time.Second); err != nil {
+		return err
+	}
+
+	self, _ := os.Executable()
+	fmt.Fprintf(e.stdout, `Collie demo: the bridge is running with the demo agent "demo" attached.
+Look at it from another terminal:
+
+    export XDG_RUNTIME_DIR=%s XDG_CONFIG_HOME=%s
+    %s show
+    %s durable list
+
+Stop with Ctrl-C; the demo's folder %s is removed.
+`, paths.Runtime, filepath.Dir(paths.Config), self, self, dir)
+	return runBridge(ctx, e, paths, slog.LevelInfo)
+}
+
+// findAgent finds collie-agent beside this binary, then on PATH.
+func findAgent() (string, error) {
+	if self, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(self), "collie-agent")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("collie-agent")
+	if err != nil {
+		return "", errors.New("collie-agent was not found beside collie or on PATH; build both with: make build")
+	}
+	return p, nil
+}
+
+func waitForSocket(path string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		if fi, err := os.Lstat(path); err == nil && fi.Mode().Type() == os.ModeSocket {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the demo agent did not create %s within %s; see its messages above", path, limit)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/collie-linux/collie/internal/control"
+	"github.com/collie-linux/collie/internal/wire"
+)
+
+func cmdShow(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("collie show", e)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	paths, err := e.paths()
+	if err != nil {
+		return err
+	}
+	view, err := control.NewClient(paths.Control()).View(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, view)
+	}
+	if len(view) == 0 {
+		fmt.Fprintln(e.stdout, "no durable agents attached; attach one with: collie durable attach NAME --socket PATH")
+		return nil
+	}
+	for _, a := range view {
+		printAgent(e.stdout, a)
+	}
+	return nil
+}
+
+// printAgent writes one agent's view as text. Every string in it was
+// cleaned on arrival (X1): no control or invisible character reaches the
+// terminal.
+func printAgent(w io.Writer, a control.AgentView) {
+	if !a.Reachable {
+		fmt.Fprintf(w, "%s: unreachable: %s\n", a.Name, a.Reason)
+		return
+	}
+	fmt.Fprintf(w, "%s: reachable (%s)\n", a.Name, a.Agent)
+	if a.Snapshot == nil {
+		return
+	}
+	for _, sp := range a.Snapshot.Spaces {
+		for _, tab := range sp.Tabs {
+			for _, c := range tab.Conversations {
+				closed := ""
+				if c.Closed {
+					closed = " (closed)"
+				}
+				fmt.Fprintf(w, "  %s / %s / %s%s\n", sp.Title, tab.Title, c.Title, closed)
+				for _, it := range c.Items {
+					fmt.Fprintf(w, "    %s\n", itemLine(it))
+				}
+				for _, q := range c.Questions {
+					fmt.Fprintf(w, "    ? %s  [%s, revision %d, id %s]\n", q.Title, q.Kind, q.Revision, q.ID)
+					if q.Shortened {
+						fmt.Fprintln(w, "      (text shortened)")
+					}
+					if q.Rationale != "" {
+						fmt.Fprintf(w, "      %s\n", indent(q.Rationale, "      "))
+					}
+					for _, o := range q.Options {
+						fmt.Fprintf(w, "      - %s\n", o.Label)
+					}
+					for _, f := range q.Fields {
+						fmt.Fprintf(w, "      [%s]\n", f.Label)
+					}
+				}
+			}
+		}
+	}
+	for _, b := range a.Snapshot.Belt {
+		fmt.Fprintf(w, "  belt: [%s]\n", b.Label)
+	}
+	for _, s := range a.Snapshot.Starters {
+		fmt.Fprintf(w, "  starter: %s\n", s.Label)
+	}
+}
+
+func itemLine(it wire.Item) string {
+	switch it.Kind {
+	case wire.KindLink:
+		return fmt.Sprintf("[link] %s <%s>", it.Text, it.URL)
+	case wire.KindToolCall:
+		return fmt.Sprintf("[tool %s %s] %s", it.Tool.Name, it.Tool.Status, indent(it.Tool.Summary, "    "))
+	case wire.KindText:
+		if it.Role != "" {
+			return it.Role + ": " + indent(it.Text, "    ")
+		}
+	}
+	return fmt.Sprintf("[%s] %s", it.Kind, indent(it.Text, "    "))
+}
+
+func indent(s, pad string) string { return strings.ReplaceAll(s, "\n", "\n"+pad) }

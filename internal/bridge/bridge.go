@@ -1,0 +1,291 @@
+// Package bridge is the collie daemon: it polls each attached durable agent,
+// keeps what they show after cleaning, and serves it to the collie command.
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/collie-linux/collie/internal/config"
+	"github.com/collie-linux/collie/internal/control"
+	"github.com/collie-linux/collie/internal/sources"
+	"github.com/collie-linux/collie/internal/upstream"
+	"github.com/collie-linux/collie/internal/wire"
+)
+
+// IdleInterval is how often an agent is polled while no device looks (K8).
+const IdleInterval = 10 * time.Second
+
+// pollTimeout bounds one poll: connect, headers and body.
+const pollTimeout = 10 * time.Second
+
+// Options configure a Bridge.
+type Options struct {
+	Paths config.Paths
+	UID   int
+	Log   *slog.Logger
+	// Notify sends a state line to the service manager (sd_notify); nil
+	// when not run by systemd.
+	Notify func(state string)
+	// Interval overrides IdleInterval (tests only).
+	Interval time.Duration
+}
+
+// Bridge holds the attached agents and their pollers.
+type Bridge struct {
+	o   Options
+	ctx context.Context // set by Run; pollers live under it
+
+	mu     sync.Mutex
+	agents map[string]*agent
+}
+
+// agent is one attached durable agent and what was last read from it.
+type agent struct {
+	src    sources.Source
+	client *upstream.Socket
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	// Guarded by Bridge.mu.
+	status control.AgentStatus
+	snap   *wire.Snapshot
+	etag   string
+}
+
+// New returns a bridge; Run starts it.
+func New(o Options) *Bridge {
+	if o.Interval == 0 {
+		o.Interval = IdleInterval
+	}
+	if o.Notify == nil {
+		o.Notify = func(string) {}
+	}
+	return &Bridge{o: o, agents: map[string]*agent{}}
+}
+
+// Run tightens sources.json, starts a poller per agent, serves the control
+// socket, tells systemd it is ready, and runs until ctx ends.
+func (b *Bridge) Run(ctx context.Context) error {
+	b.ctx = ctx
+	path := b.o.Paths.Sources()
+	if tightened, old, err := sources.Tighten(path); err != nil {
+		return fmt.Errorf("check %s: %w", path, err)
+	} else if tightened {
+		b.o.Log.Warn("sources.json was readable by others; set its mode to 0600", "path", path, "old_mode", fmt.Sprintf("%04o", old.Perm()))
+	}
+	if err := b.Reload(); err != nil {
+		return err
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- control.Serve(ctx, b.o.Paths.Control(), b, b.o.Log) }()
+	// Ready once the control socket can take a connection or has failed.
+	select {
+	case err := <-serveErr:
+		b.stopAll()
+		return err
+	case <-time.After(50 * time.Millisecond):
+	}
+	b.o.Log.Info("collie daemon started", "control", b.o.Paths.Control(), "agents", len(b.Agents()))
+	b.o.Notify("READY=1\n" + b.statusLine())
+	err := <-serveErr
+	b.o.Notify("STOPPING=1")
+	b.stopAll()
+	return err
+}
+
+// Reload reads sources.json and starts or stops pollers to match it.
+func (b *Bridge) Reload() error {
+	f, err := sources.Load(b.o.Paths.Sources())
+	if err != nil {
+		return err
+	}
+	want := map[string]sources.Source{}
+	for _, s := range f.Sources {
+		want[s.Name] = s
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for name, a := range b.agents {
+		if s, ok := want[name]; !ok || s != a.src {
+			a.cancel()
+			delete(b.agents, name)
+		}
+	}
+	for name, s := range want {
+		if _, ok := b.agents[name]; ok {
+			continue
+		}
+		if s.Transport() != "socket" {
+			b.o.Log.Warn("this transport is not supported yet; skipping the agent", "agent", name, "transport", s.Transport())
+			continue
+		}
+		b.start(s)
+	}
+	return nil
+}
+
+// start begins polling s. Callers hold b.mu.
+func (b *Bridge) start(s sources.Source) {
+	ctx, cancel := context.WithCancel(b.ctx)
+	a := &agent{
+		src:    s,
+		client: upstream.NewSocket(s.Socket, b.o.UID),
+		cancel: cancel,
+		done:   make(chan struct{}),
+		status: control.AgentStatus{Name: s.Name, Transport: s.Transport(), Target: s.Socket, Reason: "not polled yet"},
+	}
+	b.agents[s.Name] = a
+	go b.poll(ctx, a)
+}
+
+func (b *Bridge) stopAll() {
+	b.mu.Lock()
+	var done []chan struct{}
+	for _, a := range b.agents {
+		a.cancel()
+		done = append(done, a.done)
+	}
+	b.mu.Unlock()
+	for _, d := range done {
+		<-d
+	}
+}
+
+// poll reads a once at once and then every interval until ctx ends.
+func (b *Bridge) poll(ctx context.Context, a *agent) {
+	defer close(a.done)
+	t := time.NewTicker(b.o.Interval)
+	defer t.Stop()
+	for {
+		b.pollOnce(ctx, a)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (b *Bridge) pollOnce(parent context.Context, a *agent) {
+	ctx, cancel := context.WithTimeout(parent, pollTimeout)
+	defer cancel()
+	b.mu.Lock()
+	etag, name := a.etag, a.status.Agent
+	b.mu.Unlock()
+
+	var hello *wire.Hello
+	var err error
+	if name == "" {
+		hello, err = a.client.Hello(ctx)
+	}
+	var rd upstream.Read
+	if err == nil {
+		rd, err = a.client.Snapshot(ctx, etag)
+	}
+	if parent.Err() != nil {
+		return // detached or stopping: the outcome means nothing
+	}
+	b.record(a, hello, rd, err)
+}
+
+// record stores a poll's outcome and logs a change of reachability once.
+func (b *Bridge) record(a *agent, hello *wire.Hello, rd upstream.Read, err error) {
+	log := b.o.Log.With("agent", a.src.Name)
+	b.mu.Lock()
+	before := a.status
+	a.status.Checked = time.Now()
+	if err != nil {
+		a.status.Reachable, a.status.Reason = false, reason(err)
+		a.status.Agent = "" // ask hello again when it comes back
+		a.snap, a.etag = nil, ""
+	} else {
+		a.status.Reachable, a.status.Reason = true, ""
+		if hello != nil {
+			a.status.Agent = hello.Agent
+		}
+		if !rd.NotModified {
+			a.snap, a.etag = rd.Snapshot, rd.ETag
+		}
+	}
+	after := a.status
+	b.mu.Unlock()
+
+	if err == nil && !rd.NotModified {
+		logDrops(log, rd.Report)
+	}
+	if before.Reachable == after.Reachable && before.Reason == after.Reason {
+		return
+	}
+	if after.Reachable {
+		log.Info("durable agent is reachable", "socket", a.src.Socket, "name", after.Agent)
+	} else {
+		log.Warn("durable agent is unreachable", "socket", a.src.Socket, "reason", after.Reason)
+	}
+	b.o.Notify(b.statusLine())
+}
+
+// reason is the sentence shown for an unreachable agent.
+func reason(err error) string {
+	var u *upstream.Unreachable
+	if errors.As(err, &u) {
+		return u.Reason
+	}
+	return err.Error()
+}
+
+// logDrops writes one line per conversation for what cleaning dropped (X6).
+func logDrops(log *slog.Logger, rep wire.Report) {
+	byConv := map[string][]wire.Drop{}
+	var order []string
+	for _, d := range rep.Dropped {
+		if _, ok := byConv[d.Conversation]; !ok {
+			order = append(order, d.Conversation)
+		}
+		byConv[d.Conversation] = append(byConv[d.Conversation], d)
+	}
+	for _, conv := range order {
+		ds := byConv[conv]
+		log.Warn("dropped objects from the agent's snapshot", "conversation", conv, "count", len(ds), "first", ds[0].What+": "+ds[0].Reason)
+	}
+}
+
+func (b *Bridge) statusLine() string {
+	agents := b.Agents()
+	up := 0
+	for _, a := range agents {
+		if a.Reachable {
+			up++
+		}
+	}
+	return fmt.Sprintf("STATUS=%d of %d durable agents reachable", up, len(agents))
+}
+
+// Agents implements control.Backend.
+func (b *Bridge) Agents() []control.AgentStatus {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]control.AgentStatus, 0, len(b.agents))
+	for _, a := range b.agents {
+		out = append(out, a.status)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// View implements control.Backend.
+func (b *Bridge) View() []control.AgentView {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]control.AgentView, 0, len(b.agents))
+	for _, a := range b.agents {
+		out = append(out, control.AgentView{AgentStatus: a.status, Snapshot: a.snap})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

@@ -1,0 +1,182 @@
+// Package control is the daemon's local API for the collie command: JSON
+// over HTTP on $XDG_RUNTIME_DIR/collie/control.sock, open only to the
+// daemon's own user (L3), checked from both ends.
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/collie-linux/collie/internal/peercred"
+	"github.com/collie-linux/collie/internal/privsock"
+	"github.com/collie-linux/collie/internal/sockpath"
+	"github.com/collie-linux/collie/internal/wire"
+)
+
+// AgentStatus is one attached durable agent as the bridge sees it.
+type AgentStatus struct {
+	Name      string    `json:"name"`
+	Transport string    `json:"transport"` // "socket" or "https"
+	Target    string    `json:"target"`    // socket path or URL; never a token
+	Reachable bool      `json:"reachable"`
+	Reason    string    `json:"reason,omitempty"` // why not, exactly (T3, T4)
+	Agent     string    `json:"agent,omitempty"`  // the name the agent gives itself
+	Checked   time.Time `json:"checked,omitzero"` // last poll
+}
+
+// AgentView is what the bridge holds of one agent, after cleaning.
+type AgentView struct {
+	AgentStatus
+	Snapshot *wire.Snapshot `json:"snapshot,omitempty"`
+}
+
+// Backend is what the daemon offers over the control socket.
+type Backend interface {
+	Agents() []AgentStatus
+	View() []AgentView
+	Reload() error
+}
+
+// Paths of the control API.
+const (
+	agentsPath = "/v1/agents"
+	showPath   = "/v1/show"
+	reloadPath = "/v1/reload"
+)
+
+// Serve listens on the private socket at path and serves b until ctx ends.
+// A connection from another user is closed before a byte is read.
+func Serve(ctx context.Context, path string, b Backend, log *slog.Logger) error {
+	l, err := privsock.Listen(path)
+	if err != nil {
+		return fmt.Errorf("control socket: %w", err)
+	}
+	l = peercred.Listener(l, os.Getuid(), func(c peercred.Cred, err error) {
+		log.Warn("refused a control connection from another user", "pid", c.PID, "uid", c.UID, "err", err)
+	})
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+agentsPath, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, b.Agents()) })
+	mux.HandleFunc("GET "+showPath, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, b.View()) })
+	mux.HandleFunc("POST "+reloadPath, func(w http.ResponseWriter, _ *http.Request) {
+		if err := b.Reload(); err != nil {
+			writeJSON(w, http.StatusUnprocessableEntity, apiError{Error: err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, struct{}{})
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("control socket: %w", err)
+	}
+	return nil
+}
+
+type apiError struct {
+	Error string `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// ErrNotRunning means nothing answers on the control socket.
+var ErrNotRunning = errors.New("the collie daemon is not running; start it with: systemctl --user start collie (or run: collie daemon)")
+
+// Client talks to a running daemon.
+type Client struct {
+	hc *http.Client
+}
+
+// NewClient returns a client for the control socket at path. Before every
+// connection it walks the path (T2) and checks the daemon runs as this user.
+func NewClient(path string) *Client {
+	uid := os.Getuid()
+	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
+		if err := sockpath.Check(path, uid); err != nil {
+			var se *sockpath.Error
+			if errors.As(err, &se) && se.NoSocket {
+				return nil, ErrNotRunning
+			}
+			return nil, fmt.Errorf("the control socket is not private: %w", err)
+		}
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "unix", path)
+		if err != nil {
+			return nil, ErrNotRunning
+		}
+		if err := peercred.SameUser(c.(*net.UnixConn), uid); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("the control socket %s is not served by you: %w", path, err)
+		}
+		return c, nil
+	}
+	return &Client{hc: &http.Client{
+		Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true},
+		Timeout:   15 * time.Second,
+	}}
+}
+
+// Agents lists the attached agents and whether each is reachable.
+func (c *Client) Agents(ctx context.Context) ([]AgentStatus, error) {
+	var out []AgentStatus
+	return out, c.do(ctx, http.MethodGet, agentsPath, &out)
+}
+
+// View returns what the bridge holds.
+func (c *Client) View(ctx context.Context) ([]AgentView, error) {
+	var out []AgentView
+	return out, c.do(ctx, http.MethodGet, showPath, &out)
+}
+
+// Reload asks the daemon to read sources.json again.
+func (c *Client) Reload(ctx context.Context) error {
+	return c.do(ctx, http.MethodPost, reloadPath, nil)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, "http://collie"+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		var ue interface{ Unwrap() error }
+		if errors.As(err, &ue) {
+			if inner := ue.Unwrap(); inner != nil {
+				err = inner
+			}
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var e apiError
+		json.NewDecoder(resp.Body).Decode(&e)
+		if e.Error == "" {
+			e.Error = resp.Status
+		}
+		return fmt.Errorf("the daemon refused: %s", e.Error)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("read the daemon's reply: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,143 @@
+// Package journal sends the daemon's log/slog records to journald as native
+// entries, with a priority and one structured field per attribute, when
+// stderr is connected to the journal; elsewhere it writes text to stderr.
+package journal
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/coreos/go-systemd/v22/journal"
+)
+
+// NewLogger returns the logger a Collie program should use. identifier is
+// the SYSLOG_IDENTIFIER (the program's name). When stderr is not the
+// journal, it logs text to stderr.
+func NewLogger(identifier string, stderr io.Writer, level slog.Leveler) *slog.Logger {
+	if ok, _ := journal.StderrIsJournalStream(); ok && journal.Enabled() {
+		return slog.New(NewHandler(identifier, level, journal.Send))
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// SendFunc writes one journal entry; journal.Send in production.
+type SendFunc func(message string, priority journal.Priority, vars map[string]string) error
+
+// Handler is a slog.Handler that writes native journal entries.
+type Handler struct {
+	identifier string
+	level      slog.Leveler
+	send       SendFunc
+	prefix     string            // group prefix for field names
+	fields     map[string]string // from WithAttrs
+	mu         *sync.Mutex       // one entry at a time keeps order
+}
+
+// NewHandler returns a handler that hands each record to send.
+func NewHandler(identifier string, level slog.Leveler, send SendFunc) *Handler {
+	if level == nil {
+		level = slog.LevelInfo
+	}
+	return &Handler{identifier: identifier, level: level, send: send, fields: map[string]string{}, mu: &sync.Mutex{}}
+}
+
+// Enabled implements slog.Handler.
+func (h *Handler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level.Level() }
+
+// Handle implements slog.Handler.
+func (h *Handler) Handle(_ context.Context, r slog.Record) error {
+	vars := make(map[string]string, len(h.fields)+r.NumAttrs()+1)
+	for k, v := range h.fields {
+		vars[k] = v
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		addAttr(vars, h.prefix, a)
+		return true
+	})
+	vars["SYSLOG_IDENTIFIER"] = h.identifier
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.send(r.Message, Priority(r.Level), vars); err != nil {
+		return fmt.Errorf("write to the journal: %w", err)
+	}
+	return nil
+}
+
+// WithAttrs implements slog.Handler.
+func (h *Handler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	h2 := *h
+	h2.fields = make(map[string]string, len(h.fields)+len(attrs))
+	for k, v := range h.fields {
+		h2.fields[k] = v
+	}
+	for _, a := range attrs {
+		addAttr(h2.fields, h.prefix, a)
+	}
+	return &h2
+}
+
+// WithGroup implements slog.Handler.
+func (h *Handler) WithGroup(name string) slog.Handler {
+	if name == "" {
+		return h
+	}
+	h2 := *h
+	h2.prefix = h.prefix + fieldName(name) + "_"
+	return &h2
+}
+
+// Priority maps a slog level to a syslog priority.
+func Priority(l slog.Level) journal.Priority {
+	switch {
+	case l >= slog.LevelError:
+		return journal.PriErr
+	case l >= slog.LevelWarn:
+		return journal.PriWarning
+	case l >= slog.LevelInfo:
+		return journal.PriInfo
+	}
+	return journal.PriDebug
+}
+
+func addAttr(vars map[string]string, prefix string, a slog.Attr) {
+	v := a.Value.Resolve()
+	if v.Kind() == slog.KindGroup {
+		p := prefix
+		if a.Key != "" {
+			p += fieldName(a.Key) + "_"
+		}
+		for _, g := range v.Group() {
+			addAttr(vars, p, g)
+		}
+		return
+	}
+	if a.Key == "" {
+		return
+	}
+	vars[prefix+fieldName(a.Key)] = v.String()
+}
+
+// fieldName makes a journal field name: upper case letters, digits and
+// underscores, not starting with an underscore (those are journald's own).
+func fieldName(key string) string {
+	var b strings.Builder
+	for _, r := range key {
+		switch {
+		case r >= 'a' && r <= 'z':
+			b.WriteRune(r - 'a' + 'A')
+		case r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	name := strings.TrimLeft(b.String(), "_")
+	if name == "" || name[0] >= '0' && name[0] <= '9' {
+		name = "F" + name
+	}
+	return name
+}

@@ -1,0 +1,149 @@
+//go:build unix
+
+package sockpath
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// File type and mode bits as lstat reports them. They are the same on every
+// Unix; naming them here keeps the walk free of per-platform types.
+const (
+	typeMask   = 0o170000
+	typeDir    = 0o040000
+	typeLink   = 0o120000
+	typeSocket = 0o140000
+	modeBits   = 0o7777 // permission bits plus setuid, setgid and sticky
+	sticky     = 0o1000
+)
+
+// Check walks path from "/" down with lstat (never following a link) and
+// reports whether the bridge may connect to the Unix socket at path as user
+// uid (T2, T3). nil means private; any other result is an *Error.
+//
+// Check runs before every connection, so it allocates only to build an error.
+func Check(path string, uid int) error {
+	if path == "" {
+		return &Error{Reason: "no socket path given; give the full path"}
+	}
+	if !filepath.IsAbs(path) {
+		return &Error{Path: path, Reason: "the socket path " + path + " is not absolute; give the full path"}
+	}
+	path = filepath.Clean(path)
+	if path == "/" {
+		return &Error{Path: path, Reason: "the path is not a socket"}
+	}
+	folder := path[:strings.LastIndexByte(path, '/')]
+	if folder == "" {
+		folder = "/"
+	}
+
+	// Visit "/", then each prefix of path that ends before a "/", then path
+	// itself. A cleaned absolute path has no empty or trailing component, so
+	// every prefix is a real component of the walk.
+	var st unix.Stat_t
+	for i := 0; i <= len(path); i++ {
+		if i < len(path) && path[i] != '/' {
+			continue
+		}
+		part := path[:i]
+		if i == 0 {
+			part = "/"
+		}
+		if err := lstat(part, &st); err != nil {
+			return statError(path, part, err)
+		}
+		mode := uint32(st.Mode)
+		if mode&typeMask == typeLink {
+			return &Error{Path: path, Reason: "socket-not-private: " + part + " is a symlink"}
+		}
+		var reason string
+		switch part {
+		case path:
+			reason = checkSocket(mode, st.Uid, uid)
+		case folder:
+			reason = checkFolder(part, mode, st.Uid, uid)
+		default:
+			reason = checkAbove(part, mode)
+		}
+		if reason != "" {
+			return &Error{Path: path, Reason: reason}
+		}
+	}
+	return nil
+}
+
+// checkAbove applies the T3 rule for a folder above the socket's folder. Its
+// owner is not checked: a service with a private /tmp sees root's folder as
+// user 65534. A sticky folder such as /tmp may be writable by all, because
+// nobody can rename or remove what another user made in it.
+func checkAbove(part string, mode uint32) string {
+	if mode&typeMask != typeDir {
+		return part + " is not a directory"
+	}
+	if mode&0o022 != 0 && mode&sticky == 0 {
+		return part + " has mode " + octal(mode) + ", so group or others can write to it"
+	}
+	return ""
+}
+
+// checkFolder applies the T3 rule for the socket's own folder: the user's,
+// mode exactly 0700. The sticky bit counts, so /tmp is never the folder.
+func checkFolder(part string, mode, owner uint32, uid int) string {
+	if mode&typeMask != typeDir {
+		return "the socket's folder " + part + " is not a directory"
+	}
+	if !sameUID(owner, uid) {
+		return "the socket's folder " + part + " belongs to user " + strconv.FormatUint(uint64(owner), 10) + ", not to " + strconv.Itoa(uid)
+	}
+	if mode&modeBits != 0o700 {
+		return "the socket's folder " + part + " has mode " + octal(mode) + ", not 0700"
+	}
+	return ""
+}
+
+// checkSocket applies the T3 rule for the socket: a socket, the user's, with
+// no permission for group or others.
+func checkSocket(mode, owner uint32, uid int) string {
+	if mode&typeMask != typeSocket {
+		return "the path is not a socket"
+	}
+	if !sameUID(owner, uid) {
+		return "the socket belongs to user " + strconv.FormatUint(uint64(owner), 10) + ", not to " + strconv.Itoa(uid)
+	}
+	if mode&0o077 != 0 {
+		return "the socket has mode " + octal(mode) + ", not 0600"
+	}
+	return ""
+}
+
+// statError turns a failed lstat of part into the reason T4 asks for.
+func statError(path, part string, err error) *Error {
+	if errors.Is(err, unix.ENOENT) {
+		return &Error{Path: path, Reason: "no socket at " + path, NoSocket: true, Err: err}
+	}
+	return &Error{Path: path, Reason: "cannot check " + part + ": " + err.Error(), Err: err}
+}
+
+func lstat(path string, st *unix.Stat_t) error {
+	for {
+		// lstat can be interrupted on network and FUSE file systems.
+		if err := unix.Lstat(path, st); err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// sameUID compares without converting uid to uint32, which would make a
+// negative uid match a large owner.
+func sameUID(owner uint32, uid int) bool { return int64(owner) == int64(uid) }
+
+// octal prints the permission, setuid, setgid and sticky bits as four octal
+// digits, like ls and chmod: 0755, 1777, 2700.
+func octal(mode uint32) string { return fmt.Sprintf("%04o", mode&modeBits) }

@@ -1,0 +1,143 @@
+// Package wire holds protocol v1 between the bridge and a durable agent: the
+// types of the hello and snapshot replies, and decoding that refuses a reply
+// over its cap, refuses unknown fields, drops objects whose id breaks X5 and
+// cleans every string (X1–X6) before anything else can read it.
+//
+// The protocol is HTTP/1.1 over a private Unix socket or HTTPS. It is written
+// down for agent authors in man/collie-durable.7.
+package wire
+
+// Version is the protocol version this package speaks.
+const Version = 1
+
+// VersionHeader carries the protocol version on every request and reply.
+const VersionHeader = "Collie-Protocol"
+
+// Paths of the read routes.
+const (
+	HelloPath    = "/v1/hello"
+	SnapshotPath = "/v1/snapshot"
+)
+
+// Reply caps (X4): a reply over its cap is refused whole.
+const (
+	HelloCap    = 16 << 10
+	SnapshotCap = 4 << 20
+)
+
+// Hello is the agent's reply to GET /v1/hello.
+type Hello struct {
+	Protocol int    `json:"protocol"`
+	Agent    string `json:"agent"`              // the agent's display name
+	Software string `json:"software,omitempty"` // program and version, for diagnostics
+}
+
+// Snapshot is the agent's whole visible state, the reply to GET /v1/snapshot.
+type Snapshot struct {
+	Spaces   []Space   `json:"spaces"`
+	Belt     []Button  `json:"belt,omitempty"` // at most MaxBelt buttons (D2)
+	Starters []Starter `json:"starters,omitempty"`
+}
+
+// MaxBelt is how many belt buttons an agent may show (D2).
+const MaxBelt = 4
+
+// Space is a workspace: the top level of an agent's state.
+type Space struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	Tabs  []Tab  `json:"tabs"`
+}
+
+// Tab groups conversations inside a space.
+type Tab struct {
+	ID            string         `json:"id"`
+	Title         string         `json:"title"`
+	Conversations []Conversation `json:"conversations"`
+}
+
+// Conversation is one thread of items and the questions open in it.
+type Conversation struct {
+	ID        string     `json:"id"`
+	Title     string     `json:"title"`
+	Closed    bool       `json:"closed,omitempty"`
+	Items     []Item     `json:"items,omitempty"`
+	Questions []Question `json:"questions,omitempty"`
+}
+
+// Item kinds (D3). Images and files are not items (X6).
+const (
+	KindText     = "text"
+	KindMarkdown = "markdown"
+	KindCode     = "code"
+	KindLink     = "link"
+	KindToolCall = "tool-call"
+)
+
+// Item is one entry of a conversation. Which fields are used depends on Kind.
+type Item struct {
+	ID       string    `json:"id"`
+	Kind     string    `json:"kind"`
+	Role     string    `json:"role,omitempty"`     // "agent" or "user" for text
+	Text     string    `json:"text,omitempty"`     // text, markdown, code; link caption
+	Language string    `json:"language,omitempty"` // code
+	URL      string    `json:"url,omitempty"`      // link
+	Tool     *ToolCall `json:"tool,omitempty"`     // tool-call
+}
+
+// ToolCall is a command the agent ran, with what it printed.
+type ToolCall struct {
+	Name    string `json:"name"`
+	Summary string `json:"summary,omitempty"`
+	Output  string `json:"output,omitempty"`
+	Status  string `json:"status,omitempty"` // "running", "done" or "failed"
+}
+
+// Question kinds (D1).
+const (
+	AskYesNo  = "yes-no"
+	AskChoice = "choice"
+	AskLine   = "line"
+	AskForm   = "form"
+)
+
+// Question is something only a human tap can answer (D6).
+type Question struct {
+	ID          string   `json:"id"`
+	Kind        string   `json:"kind"`
+	Title       string   `json:"title"`
+	Rationale   string   `json:"rationale,omitempty"`
+	Revision    int64    `json:"revision"`
+	ToolCall    string   `json:"toolCall,omitempty"`    // key of the tool call it gates (D9)
+	AllowAlways bool     `json:"allowAlways,omitempty"` // offers "always allow" (D7)
+	Options     []Option `json:"options,omitempty"`     // choice
+	Fields      []Field  `json:"fields,omitempty"`      // form
+
+	// Shortened is set by the bridge, never by the agent: cleaning changed the
+	// title or rationale, so the card carries a "Text shortened" mark (X3).
+	Shortened bool `json:"shortened,omitempty"`
+}
+
+// Option is one choice of a choice question.
+type Option struct {
+	ID    string `json:"id"`
+	Label string `json:"label"`
+}
+
+// Field is one input of a form question.
+type Field struct {
+	ID    string `json:"id"`
+	Label string `json:"label"`
+}
+
+// Button is a belt button (D2).
+type Button struct {
+	ID    string `json:"id"`
+	Label string `json:"label"`
+}
+
+// Starter begins a new conversation (D2).
+type Starter struct {
+	ID    string `json:"id"`
+	Label string `json:"label"`
+}
