@@ -79,21 +79,17 @@ func (b *Bridge) Run(ctx context.Context) error {
 	} else if tightened {
 		b.o.Log.Warn("sources.json was readable by others; set its mode to 0600", "path", path, "old_mode", fmt.Sprintf("%04o", old.Perm()))
 	}
-	if err := b.Reload(); err != nil {
+	l, err := control.Listen(b.o.Paths.Control(), b.o.Log)
+	if err != nil {
 		return err
 	}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- control.Serve(ctx, b.o.Paths.Control(), b, b.o.Log) }()
-	// Ready once the control socket can take a connection or has failed.
-	select {
-	case err := <-serveErr:
-		b.stopAll()
+	if err := b.Reload(); err != nil {
+		l.Close()
 		return err
-	case <-time.After(50 * time.Millisecond):
 	}
 	b.o.Log.Info("collie daemon started", "control", b.o.Paths.Control(), "agents", len(b.Agents()))
 	b.o.Notify("READY=1\n" + b.statusLine())
-	err := <-serveErr
+	err = control.Serve(ctx, l, b, b.o.Log)
 	b.o.Notify("STOPPING=1")
 	b.stopAll()
 	return err

@@ -51,16 +51,20 @@ const (
 	reloadPath = "/v1/reload"
 )
 
-// Serve listens on the private socket at path and serves b until ctx ends.
-// A connection from another user is closed before a byte is read.
-func Serve(ctx context.Context, path string, b Backend, log *slog.Logger) error {
+// Listen makes the private control socket at path (T5). A connection from
+// another user is closed before a byte is read, with a log line (L3).
+func Listen(path string, log *slog.Logger) (net.Listener, error) {
 	l, err := privsock.Listen(path)
 	if err != nil {
-		return fmt.Errorf("control socket: %w", err)
+		return nil, fmt.Errorf("control socket: %w", err)
 	}
-	l = peercred.Listener(l, os.Getuid(), func(c peercred.Cred, err error) {
+	return peercred.Listener(l, os.Getuid(), func(c peercred.Cred, err error) {
 		log.Warn("refused a control connection from another user", "pid", c.PID, "uid", c.UID, "err", err)
-	})
+	}), nil
+}
+
+// Serve serves b on l until ctx ends.
+func Serve(ctx context.Context, l net.Listener, b Backend, log *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+agentsPath, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, b.Agents()) })
 	mux.HandleFunc("GET "+showPath, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, b.View()) })

@@ -46,7 +46,11 @@ func Clean(s *Snapshot, rep *Report) {
 	}
 	s.Belt = keep(s.Belt, rep, "", "belt button", func(b *Button) string { return b.ID }, func(b *Button) bool {
 		b.Label, _ = sanitize.Label(b.Label, sanitize.BeltChars)
-		return b.Label != ""
+		if b.Label == "" {
+			rep.drop("", fmt.Sprintf("belt button %q", b.ID), "its label is blank after cleaning")
+			return false
+		}
+		return true
 	})
 	s.Starters = keep(s.Starters, rep, "", "starter", func(st *Starter) string { return st.ID }, func(st *Starter) bool {
 		st.Label, _ = sanitize.Line(st.Label, sanitize.LabelBytes)
@@ -92,7 +96,7 @@ func cleanItem(it *Item) string {
 		}
 		t := it.Tool
 		t.Name, _ = sanitize.Line(t.Name, sanitize.TitleBytes)
-		t.Summary, _ = sanitize.Block(t.Summary, sanitize.RationaleBytes)
+		t.Summary, _ = sanitize.Block(t.Summary, sanitize.SummaryBytes)
 		t.Output, _ = sanitize.Block(t.Output, sanitize.OutputBytes)
 		t.Status, _ = sanitize.Line(t.Status, sanitize.LabelBytes)
 	default:

@@ -1,0 +1,215 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/collie-linux/collie/internal/config"
+	"github.com/collie-linux/collie/internal/control"
+	"github.com/collie-linux/collie/internal/durable"
+	"github.com/collie-linux/collie/internal/sources"
+	"github.com/collie-linux/collie/internal/wire"
+)
+
+// syncBuffer is a log sink safe for the pollers' goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startAgent(t *testing.T, path, title string) {
+	t.Helper()
+	l, _, err := durable.Listen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := durable.NewServer(wire.Hello{Agent: title}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.SetSnapshot(&wire.Snapshot{Spaces: []wire.Space{{ID: "s", Title: title + "\u202e", Tabs: []wire.Tab{}}}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { srv.Serve(ctx, l); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+type harness struct {
+	paths  config.Paths
+	logs   *syncBuffer
+	client *control.Client
+	notify chan string
+}
+
+func start(t *testing.T, srcs ...sources.Source) *harness {
+	t.Helper()
+	dir := t.TempDir()
+	h := &harness{
+		paths:  config.Paths{Config: filepath.Join(dir, "config"), State: filepath.Join(dir, "state"), Runtime: filepath.Join(dir, "run")},
+		logs:   &syncBuffer{},
+		notify: make(chan string, 100),
+	}
+	os.Mkdir(h.paths.Runtime, 0o700)
+	if err := sources.Save(h.paths.Sources(), sources.File{Version: 1, Sources: srcs}); err != nil {
+		t.Fatal(err)
+	}
+	b := New(Options{
+		Paths:    h.paths,
+		UID:      os.Getuid(),
+		Log:      slog.New(slog.NewTextHandler(h.logs, nil)),
+		Interval: 50 * time.Millisecond,
+		Notify:   func(s string) { h.notify <- s },
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	h.client = control.NewClient(h.paths.Control())
+	return h
+}
+
+// waitFor polls the daemon's list until ok holds.
+func (h *harness) waitFor(t *testing.T, what string, ok func(map[string]control.AgentStatus) bool) map[string]control.AgentStatus {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	var last map[string]control.AgentStatus
+	for time.Now().Before(deadline) {
+		agents, err := h.client.Agents(context.Background())
+		if err == nil {
+			last = map[string]control.AgentStatus{}
+			for _, a := range agents {
+				last[a.Name] = a
+			}
+			if ok(last) {
+				return last
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s; last: %+v", what, last)
+	return nil
+}
+
+func TestBridgePollsAndRefuses(t *testing.T) {
+	tmp := t.TempDir()
+	good := filepath.Join(tmp, "good", "desk", "a.sock")
+	bad := filepath.Join(tmp, "bad", "desk", "b.sock")
+	startAgent(t, good, "good")
+	startAgent(t, bad, "bad")
+	h := start(t, sources.Source{Name: "good", Socket: good}, sources.Source{Name: "bad", Socket: bad})
+
+	h.waitFor(t, "both reachable", func(m map[string]control.AgentStatus) bool {
+		return m["good"].Reachable && m["bad"].Reachable
+	})
+	for ready := false; !ready; {
+		select {
+		case s := <-h.notify:
+			ready = strings.HasPrefix(s, "READY=1\nSTATUS=")
+		case <-time.After(5 * time.Second):
+			t.Fatal("no READY=1 with a STATUS line was sent to systemd")
+		}
+	}
+	view, err := h.client.View(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if view[1].Name != "good" || view[1].Snapshot.Spaces[0].Title != "good" {
+		t.Fatalf("X1 view not cleaned or wrong: %+v", view[1])
+	}
+
+	// T4: a path turned unsafe is unreachable at the next poll; the other
+	// agent is unaffected.
+	desk := filepath.Dir(bad)
+	os.Chmod(desk, 0o755)
+	want := "the socket's folder " + desk + " has mode 0755, not 0700"
+	m := h.waitFor(t, "the bad agent refused", func(m map[string]control.AgentStatus) bool {
+		return !m["bad"].Reachable
+	})
+	if m["bad"].Reason != want {
+		t.Fatalf("reason = %q, want %q", m["bad"].Reason, want)
+	}
+	time.Sleep(300 * time.Millisecond) // several more polls
+	m = h.waitFor(t, "good still reachable", func(m map[string]control.AgentStatus) bool { return true })
+	if !m["good"].Reachable || m["bad"].Reason != want {
+		t.Fatalf("after more polls: %+v", m)
+	}
+	if n := strings.Count(h.logs.String(), "durable agent is unreachable"); n != 1 {
+		t.Errorf("logged the same unreachable reason %d times, want once per change:\n%s", n, h.logs)
+	}
+	view, _ = h.client.View(context.Background())
+	if view[0].Name != "bad" || view[0].Snapshot != nil {
+		t.Errorf("an unreachable agent's snapshot is still shown: %+v", view[0])
+	}
+
+	os.Chmod(desk, 0o700)
+	h.waitFor(t, "the bad agent back", func(m map[string]control.AgentStatus) bool { return m["bad"].Reachable })
+}
+
+func TestBridgeReloadAndTighten(t *testing.T) {
+	tmp := t.TempDir()
+	sock := filepath.Join(tmp, "desk", "a.sock")
+	startAgent(t, sock, "a")
+	dir := t.TempDir()
+	paths := config.Paths{Config: filepath.Join(dir, "config"), Runtime: filepath.Join(dir, "run")}
+	os.Mkdir(paths.Runtime, 0o700)
+	if err := sources.Save(paths.Sources(), sources.File{Version: 1}); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(paths.Sources(), 0o644)
+	logs := &syncBuffer{}
+	b := New(Options{Paths: paths, UID: os.Getuid(), Log: slog.New(slog.NewTextHandler(logs, nil)), Interval: 50 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	h := &harness{paths: paths, logs: logs, client: control.NewClient(paths.Control())}
+	h.waitFor(t, "daemon up", func(m map[string]control.AgentStatus) bool { return len(m) == 0 })
+
+	fi, _ := os.Stat(paths.Sources())
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("K5 sources.json mode = %v after start, want 0600", fi.Mode().Perm())
+	}
+	if n := strings.Count(logs.String(), "sources.json was readable by others"); n != 1 {
+		t.Errorf("K5 tighten logged %d lines, want 1", n)
+	}
+
+	sources.Update(paths.Sources(), func(f *sources.File) error { return f.Add(sources.Source{Name: "a", Socket: sock}) })
+	if err := h.client.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(t, "attached agent reachable", func(m map[string]control.AgentStatus) bool { return m["a"].Reachable })
+
+	sources.Update(paths.Sources(), func(f *sources.File) error { return f.Remove("a") })
+	h.client.Reload(context.Background())
+	h.waitFor(t, "detached", func(m map[string]control.AgentStatus) bool { return len(m) == 0 })
+
+	os.WriteFile(paths.Sources(), []byte("{broken"), 0o600)
+	if err := h.client.Reload(context.Background()); err == nil {
+		t.Error("a broken sources.json reloaded without error")
+	}
+}

@@ -1,0 +1,91 @@
+package sanitize
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// layout is the set of C0 controls a multi-line field keeps (X2 step 1),
+// as a bit mask indexed by byte value.
+const layout uint32 = 1<<'\t' | 1<<'\n'
+
+// replacement stands in for each run of invalid UTF-8 (step 0).
+const replacement = "\uFFFD"
+
+// keptASCII reports whether the ASCII byte c survives X2 step 1. keep is
+// the set of C0 controls the field keeps.
+func keptASCII(c byte, keep uint32) bool {
+	// A shift of 32 or more yields 0, so bytes from ' ' up never hit keep.
+	return c >= ' ' && c != 0x7F || keep>>c&1 != 0
+}
+
+// isControl reports whether r is a C0 control, DEL or a C1 control.
+func isControl(r rune) bool {
+	return r < ' ' || r >= 0x7F && r <= 0x9F
+}
+
+// isInvisible reports whether r is one of the invisible or direction
+// characters of X2 step 2. They draw nothing, or reorder what is drawn, so
+// they let an agent show a reader one text and mean another.
+func isInvisible(r rune) bool {
+	switch {
+	case r >= 0x200B && r <= 0x200F: // zero width space, ZWNJ, ZWJ, LRM, RLM
+	case r >= 0x202A && r <= 0x202E: // bidi embeddings and overrides
+	case r >= 0x2066 && r <= 0x2069: // bidi isolates
+	case r == 0x061C, r == 0x2060, r == 0xFEFF: // ALM, word joiner, BOM
+	case r >= 0xE0000 && r <= 0xE007F: // tags: a whole hidden sentence
+	default:
+		return false
+	}
+	return true
+}
+
+// isSpace reports whether r is a space in the widest sense: U+0020, the
+// other Unicode white space, and the invisible characters, which an id or
+// a link must not hide either.
+func isSpace(r rune) bool {
+	return unicode.IsSpace(r) || isInvisible(r)
+}
+
+// cleanPrefix returns the length of the longest prefix of s that X2
+// steps 0–2 leave as it is.
+func cleanPrefix(s string, keep uint32) int {
+	i := 0
+	for i < len(s) {
+		if c := s[i]; c < utf8.RuneSelf {
+			if !keptASCII(c, keep) {
+				return i
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if n == 1 || isControl(r) || isInvisible(r) {
+			// n == 1 with a byte from 0x80 up is invalid UTF-8.
+			return i
+		}
+		i += n
+	}
+	return i
+}
+
+// dirt measures what X2 steps 0–2 change at the start of s, which must
+// not be clean: n bytes to drop, and repl to write in their place.
+func dirt(s string) (n int, repl string) {
+	if !startsInvalid(s) {
+		_, n = utf8.DecodeRuneInString(s)
+		return n, "" // a control or invisible character
+	}
+	n = 1
+	for n < len(s) && startsInvalid(s[n:]) {
+		n++
+	}
+	return n, replacement
+}
+
+// startsInvalid reports whether s starts with a byte that begins no valid
+// UTF-8 sequence.
+func startsInvalid(s string) bool {
+	r, n := utf8.DecodeRuneInString(s)
+	return r == utf8.RuneError && n == 1
+}

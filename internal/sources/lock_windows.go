@@ -1,0 +1,27 @@
+package sources
+
+import (
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/windows"
+)
+
+// lockFile takes an exclusive lock on the file at path, creating it, and
+// returns the function that releases it.
+func lockFile(path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	h := windows.Handle(f.Fd())
+	var ol windows.Overlapped
+	if err := windows.LockFileEx(h, windows.LOCKFILE_EXCLUSIVE_LOCK, 0, 1, 0, &ol); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() {
+		windows.UnlockFileEx(h, 0, 1, 0, &ol)
+		f.Close()
+	}, nil
+}

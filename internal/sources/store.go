@@ -1,0 +1,287 @@
+package sources
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+)
+
+// maxFileSize caps what Load reads: far more than any list of agents needs.
+const maxFileSize = 1 << 20
+
+// Load reads the sources file at path. A missing file is an empty list.
+//
+// A file Load cannot use is an error that names it and says to fix or remove
+// it. The error never quotes the file: it may hold tokens.
+func Load(path string) (File, error) {
+	data, err := readFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return File{Version: Version}, nil
+	}
+	if err != nil {
+		return File{}, fmt.Errorf("load sources: %w", err)
+	}
+	f, problem := decode(data)
+	if problem == "" && f.Version > Version {
+		return File{}, fmt.Errorf("load sources: %s has version %d, newer than this Collie reads (%d); upgrade Collie, or fix or remove %s", path, f.Version, Version, path)
+	}
+	if problem == "" {
+		problem = checkVersion(f.Version)
+	}
+	if problem == "" {
+		if err := f.Validate(); err != nil {
+			problem = "has a bad entry (" + err.Error() + ")"
+		}
+	}
+	if problem != "" {
+		return File{}, fmt.Errorf("load sources: %s %s; fix or remove %s", path, problem, path)
+	}
+	return f, nil
+}
+
+func readFile(path string) ([]byte, error) {
+	fd, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fd.Close()
+	info, err := fd.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file; remove it", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(fd, maxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxFileSize {
+		return nil, fmt.Errorf("%s is larger than 1 MiB; fix or remove %s", path, path)
+	}
+	return data, nil
+}
+
+// decode parses data as a closed schema. What goes wrong comes back as a
+// phrase without any of the file's content: the encoding/json errors quote
+// it ("invalid character 'x'", unknown field names), so they stay inside.
+func decode(data []byte) (f File, problem string) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&f)
+	if err == nil {
+		if _, err := dec.Token(); err != io.EOF {
+			return File{}, "has something after its JSON value"
+		}
+		return f, ""
+	}
+	var (
+		syntax *json.SyntaxError
+		typ    *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &syntax):
+		line, col := position(data, syntax.Offset)
+		return File{}, fmt.Sprintf("is not valid JSON (line %d, column %d)", line, col)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return File{}, "is empty or cut short"
+	case errors.As(err, &typ):
+		// Value is the JSON kind that was found ("number"), never the value.
+		where := "at the top"
+		if typ.Field != "" {
+			where = "at " + typ.Field
+		}
+		return File{}, fmt.Sprintf("has a JSON %s %s, where it needs %s", typ.Value, where, kindName(typ.Type))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return File{}, `has a field Collie does not know (it knows "version" and "sources", and "name", "socket", "url" and "token" in each source)`
+	}
+	return File{}, "is not a sources file"
+}
+
+func kindName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Struct:
+		return "an object"
+	case reflect.Slice:
+		return "a list"
+	case reflect.Int:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	}
+	return "another kind of value"
+}
+
+// position turns a byte offset into a 1-based line and column.
+func position(data []byte, offset int64) (line, col int) {
+	if offset > int64(len(data)) {
+		offset = int64(len(data))
+	}
+	before := data[:offset]
+	line = 1 + bytes.Count(before, []byte{'\n'})
+	col = int(offset) - bytes.LastIndexByte(before, '\n')
+	return line, col
+}
+
+func checkVersion(v int) string {
+	switch v {
+	case Version:
+		return ""
+	case 0:
+		return fmt.Sprintf(`has no "version": %d`, Version)
+	}
+	return fmt.Sprintf("has version %d; this Collie reads version %d", v, Version)
+}
+
+// Save writes f to path atomically: a reader sees the old file or the new
+// one, never a part, and a failed save leaves the old file as it was. The
+// file gets mode 0600; its folder is made with mode 0700 when missing.
+func Save(path string, f File) error {
+	return save(path, f, writeAll)
+}
+
+func writeAll(w io.Writer, data []byte) error {
+	_, err := w.Write(data)
+	return err
+}
+
+// save is Save with the write step as a parameter, so tests can make it fail.
+func save(path string, f File, write func(io.Writer, []byte) error) error {
+	f.Version = Version
+	if f.Sources == nil {
+		f.Sources = []Source{} // "sources": [] rather than null
+	}
+	if err := f.Validate(); err != nil {
+		return fmt.Errorf("save sources: %w", err)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // keep & in URLs readable
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(f); err != nil {
+		return fmt.Errorf("save sources: %w", err)
+	}
+
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("save sources: %w", err)
+	}
+	if err := replace(path, buf.Bytes(), write); err != nil {
+		return fmt.Errorf("save sources: %w", err)
+	}
+	return nil
+}
+
+// replace puts data at path through a temporary file in the same folder,
+// so the rename stays on one file system and is atomic.
+func replace(path string, data []byte, write func(io.Writer, []byte) error) (err error) {
+	dir := filepath.Dir(path)
+	// CreateTemp makes the file 0600; a umask can only take bits away.
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	// Set the mode again in case the folder has a default ACL or the file
+	// system makes up its own.
+	if err := tmp.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
+		return err
+	}
+	if err := write(tmp, data); err != nil {
+		return fmt.Errorf("write %s: %w", tmp.Name(), err)
+	}
+	// Sync before rename: otherwise a crash can leave the new name with no
+	// data behind it.
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// syncDir makes a rename in dir survive a crash.
+func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil // Windows cannot open a folder to sync it; NTFS journals the rename
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// Update changes the sources file under a lock, so that concurrent updates,
+// such as two `collie durable attach` at once, never lose one another's
+// change. It loads the file, calls fn and saves the result; when fn returns
+// an error, the file is left as it was and Update returns that error.
+//
+// The lock is path+".lock", mode 0600, which stays beside the file: removing
+// it would let two updaters lock two different files.
+func Update(path string, fn func(*File) error) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("update sources: %w", err)
+	}
+	unlock, err := lockFile(path + ".lock")
+	if err != nil {
+		return fmt.Errorf("update sources: %w", err)
+	}
+	defer unlock()
+	f, err := Load(path)
+	if err != nil {
+		return err
+	}
+	if err := fn(&f); err != nil {
+		return err
+	}
+	return Save(path, f)
+}
+
+// Tighten sets the sources file at path to mode 0600 when group or others
+// have any permission on it, and says whether it did and what the mode was,
+// so the daemon can log one line (K5). A missing file needs nothing.
+//
+// On Windows, files have no Unix modes (their ACLs decide), so Tighten does
+// nothing there.
+func Tighten(path string) (tightened bool, oldMode fs.FileMode, err error) {
+	fd, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, 0, nil
+	}
+	if err != nil {
+		return false, 0, fmt.Errorf("tighten sources: %w", err)
+	}
+	defer fd.Close()
+	// Stat and chmod the open file, not the path, so both act on one file.
+	info, err := fd.Stat()
+	if err != nil {
+		return false, 0, fmt.Errorf("tighten sources: %w", err)
+	}
+	oldMode = info.Mode().Perm()
+	if runtime.GOOS == "windows" || oldMode&0o077 == 0 {
+		return false, oldMode, nil
+	}
+	if err := fd.Chmod(0o600); err != nil {
+		return false, oldMode, fmt.Errorf("tighten sources: %w", err)
+	}
+	return true, oldMode, nil
+}

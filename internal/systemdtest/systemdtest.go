@@ -1,0 +1,653 @@
+package systemdtest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// UserName is the account the user manager runs as; see the package doc.
+const UserName = "collie-e2e"
+
+const (
+	systemdPath  = "/lib/systemd/systemd"
+	journaldPath = "/usr/lib/systemd/systemd-journald"
+	lockPath     = "/run/lock/collie-systemdtest.lock"
+
+	// runScope is the cgroup, beside user@UID.service, that commands
+	// started by Run, RunRoot and Command live in, so that teardown can
+	// find them.
+	runScope = "systemdtest-run.scope"
+
+	// startTimeout bounds all of Start; stopTimeout each step of teardown.
+	startTimeout = 30 * time.Second
+	stopTimeout  = 5 * time.Second
+)
+
+// nsMounts are the directories that get a fresh tmpfs inside the
+// namespace. Path maps host paths under them to the namespace's view.
+var nsMounts = []string{"/run/systemd", "/run/user", "/run/log", "/var/log/journal"}
+
+// UserManager is a running systemd --user (and journald) for one test.
+// Its methods run commands inside its mount namespace, where
+// /run/user/UID, /run/systemd and the journal are the test's own.
+type UserManager struct {
+	User       string // the test user's name, UserName
+	UID, GID   int
+	Home       string // $HOME, a fresh directory owned by the user
+	RuntimeDir string // $XDG_RUNTIME_DIR, /run/user/UID (inside the namespace; see Path)
+
+	// BusAddress is the user's session bus,
+	// "unix:path=/run/user/UID/bus", or "" when the manager has no
+	// dbus.socket (dbus-user-session not installed). The bus daemon is
+	// socket-activated on first use.
+	BusAddress string
+
+	t      testing.TB
+	tools  tools
+	cg     *cgroups
+	runDir string // holds Home; removed on teardown
+	unlock func()
+
+	holder   *exec.Cmd
+	holderIn io.WriteCloser
+
+	journald     *exec.Cmd
+	journaldDone chan struct{}
+
+	manager     *exec.Cmd
+	managerDone chan struct{}
+	managerLog  *bytes.Buffer
+}
+
+// Start starts journald and a user manager for the test user in a fresh
+// mount namespace and returns once the manager is running. Everything is
+// stopped and removed by t.Cleanup. It skips the test, or fails it when
+// CI=true, where this cannot work (not root, no systemd, …).
+//
+// Start holds a machine-wide lock until teardown: another Start, in this
+// or another process, waits for it.
+func Start(t testing.TB) *UserManager {
+	t.Helper()
+	began := time.Now()
+	tl, reason := checkPrerequisites()
+	if reason != "" {
+		unavailable(t, reason)
+	}
+
+	unlock, err := lockMachine(t)
+	if err != nil {
+		t.Fatalf("systemdtest: %v", err)
+	}
+	um := &UserManager{t: t, tools: tl, unlock: unlock}
+	// Registered first so that it also undoes a Start that fails half way.
+	t.Cleanup(um.stop)
+	locked := time.Now()
+
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if err := um.start(ctx); err != nil {
+		t.Fatalf("systemdtest: %v%s", err, um.diagnostics())
+	}
+	t.Logf("systemdtest: user manager for %s (uid %d) running after %v (lock %v, setup %v)",
+		um.User, um.UID, time.Since(began).Round(time.Millisecond),
+		locked.Sub(began).Round(time.Millisecond), time.Since(locked).Round(time.Millisecond))
+	return um
+}
+
+// unavailable skips the test with reason, or fails it under CI=true:
+// tests that need the real thing must not pass in CI by skipping.
+func unavailable(t testing.TB, reason string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("systemdtest: cannot run a systemd user manager: %s (CI=true, so this fails instead of skipping)", reason)
+	}
+	t.Skipf("systemdtest: skipped: cannot run a systemd user manager: %s", reason)
+}
+
+func (um *UserManager) start(ctx context.Context) error {
+	phase := time.Now()
+	lap := func(what string) {
+		um.t.Logf("systemdtest: %-10s %v", what, time.Since(phase).Round(time.Millisecond))
+		phase = time.Now()
+	}
+
+	u, err := ensureUser(ctx, um.tools)
+	if err != nil {
+		return err
+	}
+	um.User, um.UID, um.GID = u.name, u.uid, u.gid
+	um.RuntimeDir = fmt.Sprintf("/run/user/%d", um.UID)
+	if um.UID < 1000 {
+		um.t.Logf("systemdtest: warning: %s has uid %d < 1000: journald keeps a system user's messages in the system journal, so there is no user-%d.journal",
+			um.User, um.UID, um.UID)
+	}
+	um.cg = newCgroups(um.UID)
+	// A test binary that died without teardown leaves its services behind.
+	if n, err := um.cg.sweep(um.UID); err != nil {
+		return fmt.Errorf("removing leftovers of an earlier run: %w", err)
+	} else if n > 0 {
+		um.t.Logf("systemdtest: removed leftovers of an earlier run (%d processes)", n)
+	}
+	lap("user")
+
+	if err := um.makeHome(); err != nil {
+		return err
+	}
+	if err := um.startHolder(); err != nil {
+		return err
+	}
+	lap("namespace")
+
+	if err := um.startJournald(ctx); err != nil {
+		return err
+	}
+	lap("journald")
+
+	if err := um.cg.create(um.UID, um.GID); err != nil {
+		return err
+	}
+	if err := um.startManager(ctx); err != nil {
+		return err
+	}
+	lap("manager")
+
+	if _, err := os.Stat(um.Path(filepath.Join(um.RuntimeDir, "bus"))); err == nil {
+		um.BusAddress = "unix:path=" + filepath.Join(um.RuntimeDir, "bus")
+	}
+	return nil
+}
+
+// makeHome creates a fresh $HOME for the user. Its parent is
+// world-traversable (t.TempDir's parents are 0700 root, which the user
+// could not enter).
+func (um *UserManager) makeHome() error {
+	dir, err := os.MkdirTemp(traversableTempDir(), "collie-systemdtest-")
+	if err != nil {
+		return err
+	}
+	um.runDir = dir
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
+	um.Home = filepath.Join(dir, "home")
+	if err := os.Mkdir(um.Home, 0o700); err != nil {
+		return err
+	}
+	return os.Chown(um.Home, um.UID, um.GID)
+}
+
+// holderScript runs as root inside the new mount namespace. It mounts
+// the tmpfs file systems, says "ready", and then keeps the namespace
+// alive until its stdin closes: at teardown, or when the test binary
+// dies. The namespace ends when its last process does.
+const holderScript = `set -eu
+mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run/systemd
+mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run/user
+mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run/log
+if [ -d /var/log/journal ]; then
+	mount -t tmpfs -o mode=2755,nosuid,nodev tmpfs /var/log/journal
+else
+	# Without /var/log/journal journald would create it on the host; a
+	# tmpfs on /var/log, seen only in this namespace, keeps it here.
+	mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /var/log
+	mkdir -m 2755 /var/log/journal
+fi
+chgrp systemd-journal /var/log/journal 2>/dev/null || true
+echo ready
+read -r _ || true
+# Reached at teardown, after the harness has killed everything, or when
+# the test binary died: then kill what it left in the user's slice
+# (cgroup.kill files, given as arguments), so that its services do not
+# outlive it.
+for f do
+	if [ -e "$f" ]; then echo 1 >"$f" || true; fi
+done
+`
+
+func (um *UserManager) startHolder() error {
+	// unshare execs the shell without forking, so the holder's pid is the
+	// shell's, and nsenter --target it enters the namespace.
+	args := []string{"--mount", "--propagation", "private", "--", "/bin/sh", "-c", holderScript, "sh"}
+	cmd := exec.Command(um.tools.unshare, append(args, um.cg.killFiles()...)...)
+	// No parent-death signal here: the holder notices the test binary's
+	// death by the end of its stdin, and cleans up.
+	cmd.Env = rootEnv()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting the namespace holder: %w", err)
+	}
+	um.holder, um.holderIn = cmd, in
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if line != "ready\n" {
+		return fmt.Errorf("setting up the mount namespace failed: %s", strings.TrimSpace(stderr.String()))
+	}
+
+	// The rest of the setup is plain file work, done from here through
+	// /proc/PID/root, which resolves paths in the holder's mount namespace.
+	if err := os.MkdirAll(um.Path("/run/systemd/system"), 0o755); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(um.Path("/run/systemd/journald.conf.d"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(um.Path("/run/systemd/journald.conf.d/systemdtest.conf"), []byte(journaldConf), 0o644); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(um.Path("/run/systemd/journal"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(um.Path("/run/systemd/journal/flushed"), nil, 0o644); err != nil {
+		return err
+	}
+	if err := os.Mkdir(um.Path(um.RuntimeDir), 0o700); err != nil {
+		return err
+	}
+	return os.Chown(um.Path(um.RuntimeDir), um.UID, um.GID)
+}
+
+// journaldConf is read by journald from /run/systemd/journald.conf.d,
+// which is the namespace's own, so the host's configuration is kept.
+const journaldConf = `# Written by collie's systemdtest.
+[Journal]
+# Per-user journals (user-UID.journal) only exist with persistent storage;
+# /var/log/journal is a tmpfs in the test's mount namespace.
+Storage=persistent
+SplitMode=uid
+# The host's kernel log and audit messages are not the test's business.
+ReadKMsg=no
+Audit=no
+ForwardToSyslog=no
+ForwardToKMsg=no
+ForwardToConsole=no
+ForwardToWall=no
+# Tests log bursts; a dropped line would be a flaky test.
+RateLimitIntervalSec=0
+`
+
+func (um *UserManager) startJournald(ctx context.Context) error {
+	cmd := exec.Command(um.tools.nsenter, "--target", strconv.Itoa(um.holder.Process.Pid), "--mount", "--wd=/", "--", journaldPath)
+	// If the test binary dies, journald dies with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Env = rootEnv()
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting systemd-journald: %w", err)
+	}
+	um.journald = cmd
+	um.journaldDone = make(chan struct{})
+	go func() { _ = cmd.Wait(); close(um.journaldDone) }()
+
+	// Not socket-activated, journald binds its sockets itself; the stdout
+	// socket, which services' output goes to, is the one that matters.
+	err := waitFor(ctx, um.journaldDone, func() bool { return isSocket(um.Path("/run/systemd/journal/stdout")) })
+	if err != nil {
+		return fmt.Errorf("waiting for systemd-journald: %w: %s", err, strings.TrimSpace(log.String()))
+	}
+	return nil
+}
+
+func (um *UserManager) startManager(ctx context.Context) error {
+	args := []string{um.tools.setpriv, "--reuid", strconv.Itoa(um.UID), "--regid", strconv.Itoa(um.GID), "--init-groups",
+		// Dropping root clears the parent-death signal; keep it, so that
+		// the manager dies with the test binary.
+		"--pdeathsig", "keep",
+		"--", systemdPath, "--user",
+		// Under user@.service the manager's stderr is the journal; here it
+		// is not, and with the default target it would log there.
+		"--log-target=journal"}
+	cmd := um.nsCommand(context.Background(), um.cg.managerProcs(), um.Home, args)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Env = um.managerEnv()
+	um.managerLog = new(bytes.Buffer)
+	cmd.Stdout, cmd.Stderr = um.managerLog, um.managerLog
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting systemd --user: %w", err)
+	}
+	um.manager = cmd
+	um.managerDone = make(chan struct{})
+	go func() { _ = cmd.Wait(); close(um.managerDone) }()
+
+	// systemctl cannot connect before the private socket exists; after
+	// that, is-system-running --wait returns once start-up is complete.
+	private := um.Path(filepath.Join(um.RuntimeDir, "systemd/private"))
+	if err := waitFor(ctx, um.managerDone, func() bool { return isSocket(private) }); err != nil {
+		return fmt.Errorf("waiting for systemd --user to listen on %s: %w", private, err)
+	}
+	out, err := um.Systemctl(ctx, "is-system-running", "--wait")
+	state := strings.TrimSpace(out)
+	switch {
+	case state == "running":
+	case state == "degraded":
+		// Some unit of the machine's own failed; not fatal for tests of
+		// collie's units, but worth knowing when one fails.
+		failed, _ := um.Systemctl(ctx, "--failed", "--no-legend", "--plain")
+		um.t.Logf("systemdtest: the user manager is degraded; failed units:\n%s", failed)
+	default:
+		return fmt.Errorf("systemd --user did not come up: is-system-running said %q: %v", state, err)
+	}
+	return nil
+}
+
+// baseEnv is what a login session of the user would have: pam_systemd
+// sets XDG_RUNTIME_DIR, the XDG base directories are spelled out so that
+// programs that do not apply the defaults themselves find the same
+// places.
+func (um *UserManager) baseEnv() []string {
+	return []string{
+		"HOME=" + um.Home,
+		"USER=" + um.User,
+		"LOGNAME=" + um.User,
+		"SHELL=/bin/sh",
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"LANG=C.UTF-8",
+		"XDG_RUNTIME_DIR=" + um.RuntimeDir,
+		"XDG_CONFIG_HOME=" + filepath.Join(um.Home, ".config"),
+		"XDG_STATE_HOME=" + filepath.Join(um.Home, ".local/state"),
+		"XDG_DATA_HOME=" + filepath.Join(um.Home, ".local/share"),
+		"XDG_CACHE_HOME=" + filepath.Join(um.Home, ".cache"),
+	}
+}
+
+// managerEnv is the manager's environment, which it passes on to the
+// services it starts (dbus.socket adds DBUS_SESSION_BUS_ADDRESS itself).
+func (um *UserManager) managerEnv() []string { return um.baseEnv() }
+
+// Env returns the environment that Run, Systemctl and Command give user
+// commands: HOME, USER, XDG_RUNTIME_DIR, the XDG base directories, PATH,
+// and DBUS_SESSION_BUS_ADDRESS when there is a session bus.
+func (um *UserManager) Env() []string {
+	env := um.baseEnv()
+	if um.BusAddress != "" {
+		env = append(env, "DBUS_SESSION_BUS_ADDRESS="+um.BusAddress)
+	}
+	return env
+}
+
+func rootEnv() []string {
+	return []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C.UTF-8"}
+}
+
+// joinCgroup is run by /bin/sh inside the namespace: it moves itself into
+// each cgroup.procs file named before "--", then execs the command after
+// it. Doing it before exec (rather than moving the process afterwards)
+// matters for the manager, which reads its own cgroup at start-up.
+const joinCgroup = `while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"`
+
+// nsCommand returns a command that runs argv inside the namespace, in
+// the cgroups whose cgroup.procs files are given, with wd as working
+// directory (nsenter would otherwise leave it at the namespace's root).
+func (um *UserManager) nsCommand(ctx context.Context, procs []string, wd string, argv []string) *exec.Cmd {
+	args := []string{"--target", strconv.Itoa(um.holder.Process.Pid), "--mount", "--wd=" + wd, "--", "/bin/sh", "-c", joinCgroup, "sh"}
+	args = append(args, procs...)
+	args = append(args, "--")
+	args = append(args, argv...)
+	cmd := exec.CommandContext(ctx, um.tools.nsenter, args...)
+	// A command that leaves a background child holding its stdout must
+	// not hang the test.
+	cmd.WaitDelay = 2 * time.Second
+	return cmd
+}
+
+// Command returns a command that runs name as the test user inside the
+// namespace, with Env() as its environment and Home as its working
+// directory. Add to cmd.Env, or set Stdin/Stdout, before starting it;
+// cmd.Dir has no effect (the working directory is set inside the
+// namespace). Processes still running at teardown are killed.
+func (um *UserManager) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	argv := append([]string{um.tools.setpriv, "--reuid", strconv.Itoa(um.UID), "--regid", strconv.Itoa(um.GID), "--init-groups", "--", name}, args...)
+	cmd := um.nsCommand(ctx, um.cg.runProcs(), um.Home, argv)
+	cmd.Env = um.Env()
+	return cmd
+}
+
+// Run runs name as the test user inside the namespace (see Command) and
+// returns its standard output. A failure's error includes its standard
+// error.
+func (um *UserManager) Run(ctx context.Context, name string, args ...string) (string, error) {
+	return output(um.Command(ctx, name, args...), append([]string{name}, args...))
+}
+
+// RunRoot runs name as root inside the namespace, where it sees the
+// test's /run/user, /run/systemd and journal, and returns its standard
+// output.
+func (um *UserManager) RunRoot(ctx context.Context, name string, args ...string) (string, error) {
+	argv := append([]string{name}, args...)
+	cmd := um.nsCommand(ctx, um.cg.runProcs(), "/", argv)
+	cmd.Env = rootEnv()
+	return output(cmd, argv)
+}
+
+// Systemctl runs systemctl --user args... as the test user and returns
+// its standard output (also when it fails, as is-active does for an
+// inactive unit).
+func (um *UserManager) Systemctl(ctx context.Context, args ...string) (string, error) {
+	return um.Run(ctx, um.tools.systemctl, append([]string{"--user"}, args...)...)
+}
+
+// Journal runs journalctl --no-pager args... as root inside the
+// namespace, so it reads the test's journal, user journals included:
+//
+//	um.Journal(ctx, "-o", "json", "_SYSTEMD_USER_UNIT=collie.service")
+func (um *UserManager) Journal(ctx context.Context, args ...string) (string, error) {
+	return um.RunRoot(ctx, um.tools.journalctl, append([]string{"--no-pager"}, args...)...)
+}
+
+// output runs cmd and returns its standard output; an error names the
+// command as the caller gave it (argv), not the nsenter wrapping.
+func output(cmd *exec.Cmd, argv []string) (string, error) {
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+// InstallUnit writes ~/.config/systemd/user/NAME, owned by the user, and
+// runs daemon-reload. It fails the test (the one given to Start) on
+// error.
+func (um *UserManager) InstallUnit(name, content string) {
+	um.t.Helper()
+	dir := filepath.Join(um.Home, ".config/systemd/user")
+	if err := um.MkdirAll(dir); err != nil {
+		um.t.Fatalf("systemdtest: %v", err)
+	}
+	if err := um.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+		um.t.Fatalf("systemdtest: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := um.Systemctl(ctx, "daemon-reload"); err != nil {
+		um.t.Fatalf("systemdtest: %v", err)
+	}
+}
+
+// MkdirAll creates dir and any missing parents (mode 0700) owned by the
+// user. dir is a host path (see Path).
+func (um *UserManager) MkdirAll(dir string) error {
+	dir = um.Path(dir)
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, d)
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := os.Mkdir(missing[i], 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		if err := os.Chown(missing[i], um.UID, um.GID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteFile writes a file owned by the user with the given mode,
+// creating its directory as MkdirAll does.
+func (um *UserManager) WriteFile(name string, data []byte, mode os.FileMode) error {
+	if err := um.MkdirAll(filepath.Dir(name)); err != nil {
+		return err
+	}
+	name = um.Path(name)
+	if err := os.WriteFile(name, data, mode); err != nil {
+		return err
+	}
+	if err := os.Chmod(name, mode); err != nil { // WriteFile's mode is cut by the umask
+		return err
+	}
+	return os.Chown(name, um.UID, um.GID)
+}
+
+// Path returns where the test process (on the host) finds path as the
+// namespace sees it. Paths under the namespace's own mounts
+// (/run/user, /run/systemd, /run/log, /var/log/journal) are reached
+// through /proc/PID/root of the namespace's holder; all others, Home
+// among them, are the same on both sides and returned unchanged.
+func (um *UserManager) Path(path string) string {
+	for _, m := range nsMounts {
+		if path == m || strings.HasPrefix(path, m+"/") {
+			return fmt.Sprintf("/proc/%d/root%s", um.holder.Process.Pid, path)
+		}
+	}
+	return path
+}
+
+// ManagerPID returns the pid of systemd --user.
+func (um *UserManager) ManagerPID() int { return um.manager.Process.Pid }
+
+// stop tears everything down; see the package doc. Each step is
+// attempted even if an earlier one failed.
+func (um *UserManager) stop() {
+	began := time.Now()
+	if um.t.Failed() && um.journald != nil {
+		um.t.Logf("systemdtest: the test failed; the end of the journal:%s", um.diagnostics())
+	}
+
+	// A user manager answers SIGTERM by starting exit.target: its units
+	// are stopped in order, as at logout.
+	if um.manager != nil {
+		_ = um.manager.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-um.managerDone:
+		case <-time.After(stopTimeout):
+			um.t.Errorf("systemdtest: systemd --user did not exit within %v of SIGTERM; killing it", stopTimeout)
+		}
+	}
+	// Whatever is left (a service that ignored SIGTERM, a background
+	// process started by Run) is killed through the cgroups.
+	if um.cg != nil {
+		if _, err := um.cg.kill(); err != nil {
+			um.t.Errorf("systemdtest: %v", err)
+		}
+	}
+	if um.manager != nil {
+		<-um.managerDone
+	}
+	if um.journald != nil {
+		_ = um.journald.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-um.journaldDone:
+		case <-time.After(stopTimeout):
+			_ = um.journald.Process.Kill()
+			<-um.journaldDone
+		}
+	}
+	// Closing its stdin ends the holder, the last process in the
+	// namespace: the namespace and its tmpfs mounts go with it.
+	if um.holder != nil {
+		_ = um.holderIn.Close()
+		done := make(chan error, 1)
+		go func() { done <- um.holder.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(stopTimeout):
+			_ = um.holder.Process.Kill()
+			<-done
+		}
+	}
+	if um.cg != nil {
+		if err := um.cg.remove(); err != nil {
+			um.t.Errorf("systemdtest: %v", err)
+		}
+	}
+	if um.runDir != "" {
+		if err := os.RemoveAll(um.runDir); err != nil {
+			um.t.Errorf("systemdtest: removing %s: %v", um.runDir, err)
+		}
+	}
+	if um.UID > 0 {
+		if pids := processesOf(um.UID); len(pids) > 0 {
+			um.t.Errorf("systemdtest: processes of %s survived teardown: %v", um.User, pids)
+		}
+	}
+	um.unlock()
+	um.t.Logf("systemdtest: teardown took %v", time.Since(began).Round(time.Millisecond))
+}
+
+// diagnostics returns the manager's own output and the end of the
+// journal, for failure messages.
+func (um *UserManager) diagnostics() string {
+	var b strings.Builder
+	if um.managerLog != nil && um.managerLog.Len() > 0 {
+		fmt.Fprintf(&b, "\nsystemd --user output:\n%s", um.managerLog.String())
+	}
+	if um.journald != nil && um.holder != nil {
+		select {
+		case <-um.journaldDone:
+		default:
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			out, _ := um.Journal(ctx, "-n", "100", "-o", "short-monotonic")
+			fmt.Fprintf(&b, "\njournal (last 100 lines):\n%s", out)
+		}
+	}
+	return b.String()
+}
+
+// waitFor polls cond until it holds, ctx ends, or died is closed (the
+// process being waited for exited).
+func waitFor(ctx context.Context, died <-chan struct{}, cond func() bool) error {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-died:
+			return errors.New("the process exited")
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+func isSocket(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode()&os.ModeSocket != 0
+}
