@@ -3,7 +3,7 @@
 
 # One version source (R14): the top entry of debian/changelog, without the
 # Debian revision.
-VERSION := $(shell sed -n '1s/^[^(]*(\([^)-]*\).*/\1/p' debian/changelog)
+VERSION := $(shell awk -F'[()]' 'NR==1 { split($$2, v, "-"); print v[1] }' debian/changelog)
 PKG     := github.com/collie-linux/collie
 LDFLAGS := -X $(PKG)/internal/version.version=$(VERSION)
 GO      ?= go

@@ -52,6 +52,10 @@ func isSpace(r rune) bool {
 func cleanPrefix(s string, keep uint32) int {
 	i := 0
 	for i < len(s) {
+		if len(s)-i >= 8 && printable8(s[i:]) {
+			i += 8
+			continue
+		}
 		if c := s[i]; c < utf8.RuneSelf {
 			if !keptASCII(c, keep) {
 				return i
@@ -67,6 +71,25 @@ func cleanPrefix(s string, keep uint32) int {
 		i += n
 	}
 	return i
+}
+
+// printable8 reports whether the first 8 bytes of s are all printable
+// ASCII (0x20–0x7E), testing them as one word, the way utf8.ValidString
+// skips ASCII. Per byte of the word, the high bit of
+//
+//	w          is set for a byte from 0x80 up,
+//	w + 0x01…  is set for 0x7F, the one ASCII byte that carries into it,
+//	w - 0x20…  is set for a byte under 0x20, which borrows.
+//
+// A carry or borrow can cross into the next byte only from a byte that
+// already set its own high bit, so the word is flagged exactly when some
+// byte is not printable.
+func printable8(s string) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	_ = s[7] // one bounds check; the compiler merges the loads below
+	w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	return (w|(w+ones)|(w-0x20*ones))&highs == 0
 }
 
 // dirt measures what X2 steps 0–2 change at the start of s, which must

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -170,7 +171,7 @@ func TestTokenNeverPrinted(t *testing.T) {
 	}
 }
 
-func logLine[H slog.Handler](newHandler func(w io_Writer, opts *slog.HandlerOptions) H, s Source) string {
+func logLine[H slog.Handler](newHandler func(w io.Writer, opts *slog.HandlerOptions) H, s Source) string {
 	var buf bytes.Buffer
 	slog.New(newHandler(&buf, nil)).Info("attached", "source", s)
 	return buf.String()

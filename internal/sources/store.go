@@ -29,10 +29,15 @@ func Load(path string) (File, error) {
 	if err != nil {
 		return File{}, fmt.Errorf("load sources: %w", err)
 	}
-	f, problem := decode(data)
-	if problem == "" && f.Version > Version {
-		return File{}, fmt.Errorf("load sources: %s has version %d, newer than this Collie reads (%d); upgrade Collie, or fix or remove %s", path, f.Version, Version, path)
+	// A newer Collie may have added fields: look at the version first, so
+	// the error says to upgrade rather than that a field is unknown.
+	var head struct {
+		Version int `json:"version"`
 	}
+	if json.Unmarshal(data, &head) == nil && head.Version > Version {
+		return File{}, fmt.Errorf("load sources: %s has version %d, newer than this Collie reads (%d); upgrade Collie, or fix or remove %s", path, head.Version, Version, path)
+	}
+	f, problem := decode(data)
 	if problem == "" {
 		problem = checkVersion(f.Version)
 	}

@@ -157,9 +157,12 @@ func TestJournalPriority(t *testing.T) {
 	lap("Start")
 	ctx := testContext(t)
 
+	// The service stays up after logging: journald reads the unit from
+	// the sender's cgroup, and a process that is already gone by then is
+	// logged without _SYSTEMD_USER_UNIT (seen under load).
 	um.InstallUnit("prio.service", `[Service]
 Type=simple
-ExecStart=/bin/sh -c "echo '<3>bad thing' >&2; echo 'plain thing'"
+ExecStart=/bin/sh -c "echo '<3>bad thing' >&2; echo 'plain thing'; exec sleep 600"
 `)
 	if out, err := um.Systemctl(ctx, "start", "prio.service"); err != nil {
 		t.Fatalf("start: %v\n%s", err, out)

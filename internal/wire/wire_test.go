@@ -281,4 +281,3 @@ func BenchmarkParseSnapshot4MiB(b *testing.B) {
 		})
 	}
 }
-
