@@ -45,8 +45,9 @@ type cutter struct {
 	end   string // the ellipsis, or "" when the limit cannot hold it
 	cut   bool   // the text did not fit; the ellipsis replaces the rest
 
-	// tail holds less than an ellipsis and one character in bytes (under
-	// 7 bytes), or one character in chars (at most 4 bytes).
+	// tail holds what fits between the room and the limit. In bytes that
+	// is under an ellipsis plus one character that straddles the room (at
+	// most 3+4-1 bytes); in chars it is one character.
 	tail     [2 * utf8.UTFMax]byte
 	tailLen  int // bytes in tail
 	tailSize int // size of tail in u

@@ -26,25 +26,36 @@ func reference(s string, limit int, chars, multiline bool) string {
 		}
 		kept = append(kept, r)
 	}
-	size := func(rs []rune) int {
+	size := func(r rune) int {
 		if chars {
-			return len(rs)
+			return 1
 		}
-		return len(string(rs))
+		return utf8.RuneLen(r)
 	}
 	limit = max(limit, 0)
-	if size(kept) <= limit {
+	total := 0
+	for _, r := range kept {
+		total += size(r)
+	}
+	if total <= limit {
 		return string(kept)
 	}
-	end := []rune("…")
-	if size(end) > limit {
-		end = nil
+	end := "…"
+	if size('…') > limit {
+		end = ""
 	}
-	n := len(kept)
-	for size(kept[:n])+size(end) > limit {
-		n--
+	var b strings.Builder
+	room := limit
+	if end != "" {
+		room -= size('…')
 	}
-	return string(kept[:n]) + string(end)
+	for _, r := range kept {
+		if room -= size(r); room < 0 {
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String() + end
 }
 
 func refInvisible(r rune) bool {

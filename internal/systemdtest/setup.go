@@ -11,6 +11,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -77,8 +78,8 @@ func checkPrerequisites() (tools, string) {
 	if comm, err := os.ReadFile("/proc/1/comm"); err == nil && strings.TrimSpace(string(comm)) == "systemd" {
 		return tl, "PID 1 is systemd, which owns the cgroup tree; this harness runs on machines without it (as CI does)"
 	}
-	if len(cgroupRoots()) == 0 {
-		return tl, "no cgroup2 or name=systemd cgroup hierarchy is mounted"
+	if cgroup2Root() == "" {
+		return tl, "no cgroup2 hierarchy is mounted"
 	}
 	return tl, ""
 }
@@ -144,19 +145,15 @@ func ensureUser(ctx context.Context, tl tools) (account, error) {
 	return account{name: u.Username, uid: uid, gid: gid}, nil
 }
 
-// cgroupRoots returns the mount points of the cgroup hierarchies that
-// systemd tracks processes in: the cgroup2 tree (/sys/fs/cgroup, or
-// /sys/fs/cgroup/unified on hybrid machines) and the name=systemd v1
-// tree of hybrid and legacy machines. The v1 controller hierarchies
-// (cpu, memory, pids, …) are not delegated to user managers by systemd
-// either, and are left alone.
-func cgroupRoots() []string {
+// cgroup2Root returns the mount point of the cgroup2 hierarchy:
+// /sys/fs/cgroup on unified machines, /sys/fs/cgroup/unified on hybrid
+// ones, "" if there is none.
+func cgroup2Root() string {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		return nil
+		return ""
 	}
 	defer f.Close()
-	var roots []string
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		// id parent major:minor root mountpoint options... - fstype source superoptions
@@ -165,115 +162,85 @@ func cgroupRoots() []string {
 			continue
 		}
 		lf, rf := strings.Fields(left), strings.Fields(right)
-		if len(lf) < 5 || len(rf) < 3 || lf[3] != "/" {
-			continue
-		}
-		switch {
-		case rf[0] == "cgroup2":
-			roots = append(roots, lf[4])
-		case rf[0] == "cgroup" && hasOption(rf[2], "name=systemd"):
-			roots = append(roots, lf[4])
+		if len(lf) >= 5 && len(rf) >= 1 && rf[0] == "cgroup2" && lf[3] == "/" {
+			return lf[4]
 		}
 	}
-	return roots
+	return ""
 }
 
-func hasOption(opts, opt string) bool {
-	for _, o := range strings.Split(opts, ",") {
-		if o == opt {
-			return true
-		}
-	}
-	return false
-}
-
-// cgroups are the test user's cgroups, the same path in every hierarchy.
+// cgroups are the test user's cgroups in the cgroup2 hierarchy, which the
+// namespace sees at /sys/fs/cgroup (see holderScript).
 type cgroups struct {
-	roots []string
-	uid   int
+	root string // on the host
+	uid  int
 }
 
-func newCgroups(uid int) *cgroups { return &cgroups{roots: cgroupRoots(), uid: uid} }
+func newCgroups(uid int) *cgroups { return &cgroups{root: cgroup2Root(), uid: uid} }
 
-func (c *cgroups) slice(root string) string {
-	return filepath.Join(root, "user.slice", fmt.Sprintf("user-%d.slice", c.uid))
+// slice is user.slice/user-UID.slice, relative to the hierarchy's root.
+func (c *cgroups) slice() string {
+	return filepath.Join("user.slice", fmt.Sprintf("user-%d.slice", c.uid))
 }
 
-func (c *cgroups) service(root string) string {
-	return filepath.Join(c.slice(root), fmt.Sprintf("user@%d.service", c.uid))
+// service is the manager's cgroup; journald derives _SYSTEMD_USER_UNIT
+// and _SYSTEMD_OWNER_UID from this path, so the names matter.
+func (c *cgroups) service() string {
+	return filepath.Join(c.slice(), fmt.Sprintf("user@%d.service", c.uid))
 }
 
-func (c *cgroups) procs(dir func(string) string) []string {
-	var files []string
-	for _, r := range c.roots {
-		files = append(files, filepath.Join(dir(r), "cgroup.procs"))
-	}
-	return files
-}
+// scope is the cgroup for the commands of Run, RunRoot and Command.
+func (c *cgroups) scope() string { return filepath.Join(c.slice(), runScope) }
 
-// managerProcs are the cgroup.procs files of user@UID.service.
-func (c *cgroups) managerProcs() []string { return c.procs(c.service) }
-
-// runProcs are the cgroup.procs files of the scope for Run's commands.
-func (c *cgroups) runProcs() []string {
-	return c.procs(func(r string) string { return filepath.Join(c.slice(r), runScope) })
-}
+// host returns where a cgroup is on the host.
+func (c *cgroups) host(cg string) string { return filepath.Join(c.root, cg) }
 
 // delegated are the files systemd chowns when it delegates a cgroup
 // (Delegate=yes on user@.service); the manager needs them to create its
 // sub-cgroups and move its services' processes into them.
-var delegated = []string{".", "cgroup.procs", "cgroup.subtree_control", "cgroup.threads", "tasks"}
+var delegated = []string{".", "cgroup.procs", "cgroup.subtree_control", "cgroup.threads"}
 
 // create makes user.slice/user-UID.slice/user@UID.service, delegated to
-// the user, and the scope for Run's commands, in every hierarchy.
+// the user, and the scope for Run's commands.
 func (c *cgroups) create(uid, gid int) error {
-	for _, r := range c.roots {
-		svc := c.service(r)
-		if err := os.MkdirAll(svc, 0o755); err != nil {
-			return fmt.Errorf("creating cgroup: %w", err)
+	svc := c.host(c.service())
+	if err := os.MkdirAll(svc, 0o755); err != nil {
+		return fmt.Errorf("creating cgroup: %w", err)
+	}
+	for _, name := range delegated {
+		if err := os.Chown(filepath.Join(svc, name), uid, gid); err != nil {
+			return fmt.Errorf("delegating cgroup: %w", err)
 		}
-		for _, name := range delegated {
-			err := os.Chown(filepath.Join(svc, name), uid, gid)
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("delegating cgroup: %w", err)
-			}
-		}
-		if err := os.Mkdir(filepath.Join(c.slice(r), runScope), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("creating cgroup: %w", err)
-		}
+	}
+	if err := os.Mkdir(c.host(c.scope()), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("creating cgroup: %w", err)
 	}
 	return nil
 }
 
-// subtree returns user-UID.slice and the cgroups below it in every
-// hierarchy, deepest first.
+// subtree returns user-UID.slice and the cgroups below it, deepest
+// first.
 func (c *cgroups) subtree() []string {
 	var dirs []string
-	for _, r := range c.roots {
-		_ = filepath.WalkDir(c.slice(r), func(p string, d fs.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				dirs = append(dirs, p)
-			}
-			return nil
-		})
-	}
-	for i, j := 0, len(dirs)-1; i < j; i, j = i+1, j-1 {
-		dirs[i], dirs[j] = dirs[j], dirs[i]
-	}
+	_ = filepath.WalkDir(c.host(c.slice()), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	slices.Reverse(dirs)
 	return dirs
 }
 
 func (c *cgroups) pids() []int {
 	var pids []int
-	seen := make(map[int]bool) // a process is in every hierarchy
 	for _, d := range c.subtree() {
 		data, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
 		if err != nil {
 			continue
 		}
 		for _, f := range strings.Fields(string(data)) {
-			if pid, err := strconv.Atoi(f); err == nil && !seen[pid] {
-				seen[pid] = true
+			if pid, err := strconv.Atoi(f); err == nil {
 				pids = append(pids, pid)
 			}
 		}
@@ -281,25 +248,12 @@ func (c *cgroups) pids() []int {
 	return pids
 }
 
-// killFiles are the cgroup.kill files of user-UID.slice; only cgroup2
-// (Linux 5.14 and later) has them, so some may never exist.
-func (c *cgroups) killFiles() []string {
-	var files []string
-	for _, r := range c.roots {
-		files = append(files, filepath.Join(c.slice(r), "cgroup.kill"))
-	}
-	return files
-}
-
 // kill SIGKILLs every process in user-UID.slice until none is left and
-// returns how many it killed. cgroup.kill (cgroup2, Linux 5.14) does it
-// in one go, without racing against forks; the v1 name=systemd tree has
-// no such file, hence the loop.
+// returns how many it killed. cgroup.kill (Linux 5.14) does it in one go,
+// without racing against forks; the loop is for older kernels.
 func (c *cgroups) kill() (int, error) {
-	killed := 0
-	for _, r := range c.roots {
-		_ = os.WriteFile(filepath.Join(c.slice(r), "cgroup.kill"), []byte("1"), 0)
-	}
+	killed := len(c.pids())
+	_ = os.WriteFile(c.host(filepath.Join(c.slice(), "cgroup.kill")), []byte("1"), 0)
 	deadline := time.Now().Add(stopTimeout)
 	for {
 		pids := c.pids()
@@ -335,9 +289,7 @@ func (c *cgroups) remove() error {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	for _, r := range c.roots {
-		_ = syscall.Rmdir(filepath.Join(r, "user.slice")) // busy when in use by others: fine
-	}
+	_ = syscall.Rmdir(c.host("user.slice")) // busy when in use by others: fine
 	return nil
 }
 

@@ -57,6 +57,9 @@ type UserManager struct {
 	t      testing.TB
 	tools  tools
 	cg     *cgroups
+	// The cgroups of the manager and of Run's commands, open for
+	// CLONE_INTO_CGROUP.
+	serviceCG, scopeCG *os.File
 	runDir string // holds Home; removed on teardown
 	unlock func()
 
@@ -158,6 +161,12 @@ func (um *UserManager) start(ctx context.Context) error {
 	if err := um.cg.create(um.UID, um.GID); err != nil {
 		return err
 	}
+	if um.serviceCG, err = os.Open(um.cg.host(um.cg.service())); err != nil {
+		return err
+	}
+	if um.scopeCG, err = os.Open(um.cg.host(um.cg.scope())); err != nil {
+		return err
+	}
 	if err := um.startManager(ctx); err != nil {
 		return err
 	}
@@ -188,11 +197,14 @@ func (um *UserManager) makeHome() error {
 	return os.Chown(um.Home, um.UID, um.GID)
 }
 
-// holderScript runs as root inside the new mount namespace. It mounts
-// the tmpfs file systems, says "ready", and then keeps the namespace
-// alive until its stdin closes: at teardown, or when the test binary
-// dies. The namespace ends when its last process does.
+// holderScript runs as root inside the new mount namespace, with the
+// host's cgroup2 mount point and the in-namespace path of
+// user-UID.slice/cgroup.kill as arguments. It mounts the namespace's own
+// file systems, says "ready", and then keeps the namespace alive until
+// its stdin closes: at teardown, or when the test binary dies. The
+// namespace ends when its last process does.
 const holderScript = `set -eu
+cgroot=$1 slicekill=$2
 mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run/systemd
 mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run/user
 mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run/log
@@ -205,22 +217,26 @@ else
 	mkdir -m 2755 /var/log/journal
 fi
 chgrp systemd-journal /var/log/journal 2>/dev/null || true
+# systemd picks its cgroup mode by what is mounted on /sys/fs/cgroup. On
+# a hybrid machine (tmpfs there, cgroup2 on /sys/fs/cgroup/unified), bind
+# the cgroup2 tree over it, so that journald and the manager run in
+# unified mode, as on current distributions.
+if [ "$cgroot" != /sys/fs/cgroup ]; then
+	mount --bind "$cgroot" /sys/fs/cgroup
+fi
 echo ready
 read -r _ || true
 # Reached at teardown, after the harness has killed everything, or when
-# the test binary died: then kill what it left in the user's slice
-# (cgroup.kill files, given as arguments), so that its services do not
-# outlive it.
-for f do
-	if [ -e "$f" ]; then echo 1 >"$f" || true; fi
-done
+# the test binary died: then kill what it left in the user's slice, so
+# that its services do not outlive it.
+if [ -e "$slicekill" ]; then echo 1 >"$slicekill" || true; fi
 `
 
 func (um *UserManager) startHolder() error {
 	// unshare execs the shell without forking, so the holder's pid is the
 	// shell's, and nsenter --target it enters the namespace.
-	args := []string{"--mount", "--propagation", "private", "--", "/bin/sh", "-c", holderScript, "sh"}
-	cmd := exec.Command(um.tools.unshare, append(args, um.cg.killFiles()...)...)
+	cmd := exec.Command(um.tools.unshare, "--mount", "--propagation", "private", "--", "/bin/sh", "-c", holderScript, "sh",
+		um.cg.root, filepath.Join("/sys/fs/cgroup", um.cg.slice(), "cgroup.kill"))
 	// No parent-death signal here: the holder notices the test binary's
 	// death by the end of its stdin, and cleans up.
 	cmd.Env = rootEnv()
@@ -317,8 +333,8 @@ func (um *UserManager) startManager(ctx context.Context) error {
 		// Under user@.service the manager's stderr is the journal; here it
 		// is not, and with the default target it would log there.
 		"--log-target=journal"}
-	cmd := um.nsCommand(context.Background(), um.cg.managerProcs(), um.Home, args)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd := um.nsCommand(context.Background(), um.serviceCG, um.Home, args)
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	cmd.Env = um.managerEnv()
 	um.managerLog = new(bytes.Buffer)
 	cmd.Stdout, cmd.Stderr = um.managerLog, um.managerLog
@@ -389,21 +405,16 @@ func rootEnv() []string {
 	return []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C.UTF-8"}
 }
 
-// joinCgroup is run by /bin/sh inside the namespace: it moves itself into
-// each cgroup.procs file named before "--", then execs the command after
-// it. Doing it before exec (rather than moving the process afterwards)
-// matters for the manager, which reads its own cgroup at start-up.
-const joinCgroup = `while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"`
-
 // nsCommand returns a command that runs argv inside the namespace, in
-// the cgroups whose cgroup.procs files are given, with wd as working
-// directory (nsenter would otherwise leave it at the namespace's root).
-func (um *UserManager) nsCommand(ctx context.Context, procs []string, wd string, argv []string) *exec.Cmd {
-	args := []string{"--target", strconv.Itoa(um.holder.Process.Pid), "--mount", "--wd=" + wd, "--", "/bin/sh", "-c", joinCgroup, "sh"}
-	args = append(args, procs...)
-	args = append(args, "--")
-	args = append(args, argv...)
-	cmd := exec.CommandContext(ctx, um.tools.nsenter, args...)
+// the cgroup cg (an open directory), with wd as working directory
+// (nsenter would otherwise leave it at the namespace's root). The process
+// is created in the cgroup (clone3 with CLONE_INTO_CGROUP), so it is
+// there before it runs anything; the manager reads its own cgroup at
+// start-up.
+func (um *UserManager) nsCommand(ctx context.Context, cg *os.File, wd string, argv []string) *exec.Cmd {
+	args := []string{"--target", strconv.Itoa(um.holder.Process.Pid), "--mount", "--wd=" + wd, "--"}
+	cmd := exec.CommandContext(ctx, um.tools.nsenter, append(args, argv...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(cg.Fd())}
 	// A command that leaves a background child holding its stdout must
 	// not hang the test.
 	cmd.WaitDelay = 2 * time.Second
@@ -417,7 +428,7 @@ func (um *UserManager) nsCommand(ctx context.Context, procs []string, wd string,
 // namespace). Processes still running at teardown are killed.
 func (um *UserManager) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	argv := append([]string{um.tools.setpriv, "--reuid", strconv.Itoa(um.UID), "--regid", strconv.Itoa(um.GID), "--init-groups", "--", name}, args...)
-	cmd := um.nsCommand(ctx, um.cg.runProcs(), um.Home, argv)
+	cmd := um.nsCommand(ctx, um.scopeCG, um.Home, argv)
 	cmd.Env = um.Env()
 	return cmd
 }
@@ -434,7 +445,7 @@ func (um *UserManager) Run(ctx context.Context, name string, args ...string) (st
 // output.
 func (um *UserManager) RunRoot(ctx context.Context, name string, args ...string) (string, error) {
 	argv := append([]string{name}, args...)
-	cmd := um.nsCommand(ctx, um.cg.runProcs(), "/", argv)
+	cmd := um.nsCommand(ctx, um.scopeCG, "/", argv)
 	cmd.Env = rootEnv()
 	return output(cmd, argv)
 }
@@ -589,6 +600,11 @@ func (um *UserManager) stop() {
 		case <-time.After(stopTimeout):
 			_ = um.holder.Process.Kill()
 			<-done
+		}
+	}
+	for _, f := range []*os.File{um.serviceCG, um.scopeCG} {
+		if f != nil {
+			f.Close()
 		}
 	}
 	if um.cg != nil {

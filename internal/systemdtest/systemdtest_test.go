@@ -227,9 +227,7 @@ func TestTeardown(t *testing.T) {
 		ctx := testContext(t)
 		uid, managerPID, home = um.UID, um.ManagerPID(), um.Home
 		mntNS, _ = os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", um.holder.Process.Pid))
-		for _, r := range um.cg.roots {
-			slices = append(slices, um.cg.slice(r))
-		}
+		slices = append(slices, um.cg.host(um.cg.slice()))
 		// A stray background process, which only the cgroup finds.
 		if out, err := um.Run(ctx, "/bin/sh", "-c", "sleep 600 </dev/null >/dev/null 2>&1 &"); err != nil {
 			t.Fatalf("%v: %s", err, out)
