@@ -122,7 +122,7 @@ func FuzzValidID(f *testing.F) {
 	f.Fuzz(func(t *testing.T, id string) {
 		want := len(id) >= 1 && len(id) <= 128 && utf8.ValidString(id) &&
 			!strings.ContainsFunc(id, func(r rune) bool {
-				return unicode.IsControl(r) || r == 0x7F || unicode.IsSpace(r) ||
+				return unicode.IsControl(r) || unicode.IsSpace(r) ||
 					refInvisible(r) || strings.ContainsRune("/?#", r)
 			})
 		if got := ValidID(id); got != want {

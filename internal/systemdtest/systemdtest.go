@@ -31,7 +31,7 @@ const (
 	runScope = "systemdtest-run.scope"
 
 	// startTimeout bounds all of Start; stopTimeout each step of teardown.
-	startTimeout = 30 * time.Second
+	startTimeout = 60 * time.Second
 	stopTimeout  = 5 * time.Second
 )
 

@@ -7,19 +7,19 @@ import (
 	"time"
 )
 
-func TestZZRace(t *testing.T) {
+func TestZZDebug(t *testing.T) {
 	if os.Getenv("ZZ") == "" {
 		t.Skip()
 	}
 	um := Start(t)
 	ctx := context.Background()
-	um.InstallUnit("quick.service", "[Service]\nExecStart=/bin/echo quick\n")
-	for i := 0; i < 10; i++ {
-		um.Systemctl(ctx, "start", "quick.service")
-	}
-	time.Sleep(time.Second)
-	es, _ := um.JournalEntries(ctx, "MESSAGE=quick")
-	for _, e := range es {
-		t.Logf("unit=%q user_unit=%q", e["_SYSTEMD_UNIT"], e["_SYSTEMD_USER_UNIT"])
-	}
+	time.Sleep(300 * time.Millisecond)
+	out, _ := um.Journal(ctx, "-o", "short-monotonic")
+	t.Log(out)
+	out, _ = um.Run(ctx, "/bin/cat", "/proc/self/cgroup")
+	t.Log(out)
+	out, _ = um.Systemctl(ctx, "status", "--no-pager")
+	t.Log(out)
+	out, _ = um.RunRoot(ctx, "/bin/sh", "-c", "cat /proc/self/mountinfo | grep -E 'cgroup|run|journal'")
+	t.Log(out)
 }
