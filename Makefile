@@ -9,7 +9,7 @@ LDFLAGS := -X $(PKG)/internal/version.version=$(VERSION)
 GO      ?= go
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: all build run test deps lint fuzz bench clean
+.PHONY: all build run test deps lint fuzz bench man clean
 
 all: build
 
@@ -42,6 +42,13 @@ fuzz:
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./internal/sanitize ./internal/wire ./internal/sockpath ./internal/upstream
+
+# Man pages: Markdown sources in man/, roff generated and checked in.
+MD2MAN := $(GO) run github.com/cpuguy83/go-md2man/v2@v2.0.7
+MANPAGES := man/collie.1 man/collie-agent.1 man/collie-durable.7
+man: $(MANPAGES)
+man/%: man/%.md
+	$(MD2MAN) -in $< -out $@
 
 clean:
 	rm -rf bin

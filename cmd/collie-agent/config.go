@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/pelletier/go-toml/v2"
 )
@@ -49,14 +50,15 @@ func loadConfig(path, name string) (Config, error) {
 	dec := toml.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
+		var sm *toml.StrictMissingError
+		if errors.As(err, &sm) && len(sm.Errors) > 0 {
+			row, _ := sm.Errors[0].Position()
+			return Config{}, fmt.Errorf("%s, line %d: unknown setting %q; fix the file (see collie-agent(1))", path, row, strings.Join(sm.Errors[0].Key(), "."))
+		}
 		var de *toml.DecodeError
 		if errors.As(err, &de) {
 			row, col := de.Position()
 			return Config{}, fmt.Errorf("%s, line %d column %d: %s; fix the file or remove it to use the defaults", path, row, col, de.Error())
-		}
-		var sm *toml.StrictMissingError
-		if errors.As(err, &sm) {
-			return Config{}, fmt.Errorf("%s: unknown setting: %s; fix the file (see collie-agent(1))", path, sm.String())
 		}
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}

@@ -123,11 +123,11 @@ type account struct {
 func ensureUser(ctx context.Context, tl tools) (account, error) {
 	u, err := user.Lookup(UserName)
 	if errors.As(err, new(user.UnknownUserError)) {
-		out, err := exec.CommandContext(ctx, tl.useradd, "--user-group", "--no-create-home",
+		out, uerr := exec.CommandContext(ctx, tl.useradd, "--user-group", "--no-create-home",
 			"--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin",
 			"--comment", "collie systemdtest user", UserName).CombinedOutput()
-		if err != nil {
-			return account{}, fmt.Errorf("creating the test user: useradd: %v: %s", err, out)
+		if uerr != nil {
+			return account{}, fmt.Errorf("creating the test user: useradd: %v: %s", uerr, out)
 		}
 		u, err = user.Lookup(UserName)
 	}

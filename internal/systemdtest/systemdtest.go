@@ -54,14 +54,14 @@ type UserManager struct {
 	// socket-activated on first use.
 	BusAddress string
 
-	t      testing.TB
-	tools  tools
-	cg     *cgroups
+	t     testing.TB
+	tools tools
+	cg    *cgroups
 	// The cgroups of the manager and of Run's commands, open for
 	// CLONE_INTO_CGROUP.
 	serviceCG, scopeCG *os.File
-	runDir string // holds Home; removed on teardown
-	unlock func()
+	runDir             string // holds Home; removed on teardown
+	unlock             func()
 
 	holder   *exec.Cmd
 	holderIn io.WriteCloser
@@ -72,6 +72,7 @@ type UserManager struct {
 	manager     *exec.Cmd
 	managerDone chan struct{}
 	managerLog  *bytes.Buffer
+	dumped      bool // diagnostics already logged
 }
 
 // Start starts journald and a user manager for the test user in a fresh
@@ -101,6 +102,7 @@ func Start(t testing.TB) *UserManager {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	if err := um.start(ctx); err != nil {
+		um.dumped = true
 		t.Fatalf("systemdtest: %v%s", err, um.diagnostics())
 	}
 	t.Logf("systemdtest: user manager for %s (uid %d) running after %v (lock %v, setup %v)",
@@ -414,7 +416,10 @@ func rootEnv() []string {
 func (um *UserManager) nsCommand(ctx context.Context, cg *os.File, wd string, argv []string) *exec.Cmd {
 	args := []string{"--target", strconv.Itoa(um.holder.Process.Pid), "--mount", "--wd=" + wd, "--"}
 	cmd := exec.CommandContext(ctx, um.tools.nsenter, append(args, argv...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(cg.Fd())}
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	if cg != nil { // nil only for diagnostics after a failed Start
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(cg.Fd())
+	}
 	// A command that leaves a background child holding its stdout must
 	// not hang the test.
 	cmd.WaitDelay = 2 * time.Second
@@ -556,7 +561,7 @@ func (um *UserManager) ManagerPID() int { return um.manager.Process.Pid }
 // attempted even if an earlier one failed.
 func (um *UserManager) stop() {
 	began := time.Now()
-	if um.t.Failed() && um.journald != nil {
+	if um.t.Failed() && um.journald != nil && !um.dumped {
 		um.t.Logf("systemdtest: the test failed; the end of the journal:%s", um.diagnostics())
 	}
 
