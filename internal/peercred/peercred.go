@@ -41,7 +41,8 @@ func checkUID(cred Cred, uid int) error {
 // Listener wraps l, a listener of Unix sockets, so that Accept returns only
 // connections whose peer runs as uid. Any other connection is closed at once
 // and handed, with the reason, to onRefused (which may be nil) so the caller
-// can log one line; Accept then waits for the next connection.
+// can log one line; Accept then waits for the next connection. onRefused
+// runs inside Accept, so it should return quickly.
 func Listener(l net.Listener, uid int, onRefused func(Cred, error)) net.Listener {
 	return &listener{Listener: l, uid: uid, onRefused: onRefused}
 }
