@@ -1,0 +1,142 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/collie-linux/collie/internal/control"
+	"github.com/collie-linux/collie/internal/systemdtest"
+)
+
+// build compiles collie and collie-agent where the test user can run them.
+func build(t *testing.T) string {
+	t.Helper()
+	bin := systemdtest.BinDir(t)
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/collie", "./cmd/collie-agent")
+	cmd.Dir = "../.."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// unit reads a unit from the repository's systemd/ folder with the
+// binaries' paths pointed at bin.
+func unit(t *testing.T, name, bin string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("../../systemd", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.ReplaceAll(string(b), "/usr/bin/", bin+"/")
+}
+
+// TestSystemdEndToEnd is issue 2's whole path under the real user manager:
+// the agent socket-activated from its template unit (L1), the bridge as a
+// Type=notify user service logging to journald (L2), the demo question in
+// `collie show`, and a desk folder turned 0755 refused with the exact T3
+// reason within one poll (T2, T4).
+func TestSystemdEndToEnd(t *testing.T) {
+	bin := build(t)
+	um := systemdtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	must := func(out string, err error) string {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return out
+	}
+
+	for _, name := range []string{"collie-agent@.socket", "collie-agent@.service", "collie.service"} {
+		um.InstallUnit(name, unit(t, name, bin))
+	}
+	must(um.Systemctl(ctx, "enable", "--now", "collie-agent@demo.socket"))
+	desk := um.RuntimeDir + "/desk"
+	sock := desk + "/demo.sock"
+	must(um.Run(ctx, bin+"/collie", "durable", "attach", "demo", "--socket", sock))
+	// Type=notify: start returns once the daemon said READY=1.
+	must(um.Systemctl(ctx, "start", "collie.service"))
+
+	// The demo question reaches the bridge, cleaned, through socket activation.
+	var view []control.AgentView
+	waitFor(t, 20*time.Second, "the demo question in collie show --json", func() bool {
+		out, err := um.Run(ctx, bin+"/collie", "show", "--json")
+		if err != nil || json.Unmarshal([]byte(out), &view) != nil || len(view) != 1 || view[0].Snapshot == nil {
+			return false
+		}
+		qs := view[0].Snapshot.Spaces[0].Tabs[0].Conversations[0].Questions
+		return len(qs) == 1 && qs[0].Title == "Deploy the demo to staging?" && qs[0].Kind == "yes-no"
+	})
+
+	// The agent was started by socket activation with one socket.
+	started, err := um.WaitJournal(ctx, func(e systemdtest.JournalEntry) bool {
+		return e["MESSAGE"] == "collie-agent serving"
+	}, "_SYSTEMD_USER_UNIT=collie-agent@demo.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if started["LISTEN_FDS"] != "1" || started["ACTIVATED"] != "true" || started["SOCKET"] != sock {
+		t.Errorf("L1: the agent's start entry = %v, want LISTEN_FDS=1 ACTIVATED=true SOCKET=%s", started, sock)
+	}
+
+	// The bridge logs native journal entries with priorities and fields (L2).
+	e, err := um.WaitJournal(ctx, func(e systemdtest.JournalEntry) bool {
+		return e["MESSAGE"] == "collie daemon started"
+	}, "_SYSTEMD_USER_UNIT=collie.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e["PRIORITY"] != "6" || e["SYSLOG_IDENTIFIER"] != "collie" {
+		t.Errorf("L2: start entry = %v, want PRIORITY=6 SYSLOG_IDENTIFIER=collie", e)
+	}
+	status := must(um.Systemctl(ctx, "show", "-p", "StatusText", "--value", "collie.service"))
+	if !strings.Contains(status, "1 of 1 durable agents reachable") {
+		t.Errorf("sd_notify STATUS = %q", status)
+	}
+
+	// T3/T4: the desk folder opened up is refused at the next poll.
+	must(um.RunRoot(ctx, "chmod", "0755", desk))
+	want := fmt.Sprintf("unreachable: the socket's folder %s has mode 0755, not 0700", desk)
+	polled := time.Now()
+	waitFor(t, 15*time.Second, "the T3 reason in collie durable list", func() bool {
+		out, _ := um.Run(ctx, bin+"/collie", "durable", "list")
+		return strings.Contains(out, want)
+	})
+	t.Logf("refused %.1fs after the chmod (one idle poll is 10 s)", time.Since(polled).Seconds())
+	w, err := um.WaitJournal(ctx, func(e systemdtest.JournalEntry) bool {
+		return e["MESSAGE"] == "durable agent is unreachable"
+	}, "_SYSTEMD_USER_UNIT=collie.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w["PRIORITY"] != "4" || w["AGENT"] != "demo" || !strings.Contains(w["REASON"], "has mode 0755, not 0700") {
+		t.Errorf("L2: warning entry = %v, want PRIORITY=4 AGENT=demo and the reason", w)
+	}
+	status = must(um.Systemctl(ctx, "show", "-p", "StatusText", "--value", "collie.service"))
+	if !strings.Contains(status, "0 of 1 durable agents reachable") {
+		t.Errorf("sd_notify STATUS after the refusal = %q", status)
+	}
+	if out := must(um.Systemctl(ctx, "is-active", "collie.service")); strings.TrimSpace(out) != "active" {
+		t.Errorf("the bridge is %q after refusing an agent; it must keep running", out)
+	}
+}
+
+func waitFor(t *testing.T, limit time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", limit, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
