@@ -47,7 +47,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 
 	agent := exec.Command(agentBin, "--name", "demo", "--socket", socket, "--config", filepath.Join(dir, "none.toml"))
 	agent.Stdout, agent.Stderr = e.stderr, e.stderr
-	agent.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	agent.SysProcAttr = dieWithParent()
 	if err := agent.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", agentBin, err)
 	}

@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package privsock creates private Unix sockets the way T5 asks: the folder
 // 0700 (made when missing, refused when it has another mode), the socket
 // 0600, a stale socket removed first, and the result checked with the same

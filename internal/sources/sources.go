@@ -29,6 +29,9 @@ type Source struct {
 	Socket string `json:"socket,omitempty"` // absolute path, for the Unix socket transport
 	URL    string `json:"url,omitempty"`    // for the token transport
 	Token  string `json:"token,omitempty"`  // secret: never printed
+	// CAFile is a PEM file of extra roots for an agent whose certificate a
+	// private CA signed; the system roots are trusted as well.
+	CAFile string `json:"caFile,omitempty"`
 }
 
 // Transport names how the bridge reaches s: "socket" or "https".
@@ -104,6 +107,18 @@ func (s Source) Validate() error {
 		// The socket's path is its only gate (T1); a token there would be
 		// sent nowhere and only suggest a protection that is not there.
 		return fmt.Errorf("durable agent %s has a socket and a token, but a socket carries no token; remove the token", s.Name)
+	case s.Socket != "" && s.CAFile != "":
+		return fmt.Errorf("durable agent %s has a socket and a CA file, but a socket uses no TLS; remove the CA file", s.Name)
+	case s.URL != "":
+		if err := CheckURL(s.URL); err != nil {
+			return fmt.Errorf("durable agent %s: %w", s.Name, err)
+		}
+		if _, err := CheckToken(s.Token); err != nil {
+			return fmt.Errorf("durable agent %s: %w", s.Name, err)
+		}
+		if s.CAFile != "" && !path.IsAbs(s.CAFile) {
+			return fmt.Errorf("durable agent %s: the CA file %s is not an absolute path; give the full path", s.Name, s.CAFile)
+		}
 	}
 	return nil
 }

@@ -31,7 +31,7 @@ func TestLoad(t *testing.T) {
 		}
 		want := []Source{
 			{Name: "desk", Socket: "/run/user/1000/desk/app.sock"},
-			{Name: "cloud-1", URL: "https://agent.example.com/collie?x=1&y=2", Token: token},
+			{Name: "cloud-1", URL: "https://agent.example.com/collie", Token: token},
 		}
 		if len(f.Sources) != len(want) || f.Sources[0] != want[0] || f.Sources[1] != want[1] {
 			t.Errorf("Load = %+v, want %+v", f.Sources, want)

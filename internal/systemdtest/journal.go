@@ -1,3 +1,5 @@
+//go:build linux
+
 package systemdtest
 
 import (
@@ -75,7 +77,8 @@ func journalValue(v any) string {
 // WaitJournal polls the journal until an entry selected by args...
 // satisfies match, and returns it. Output of services reaches the journal
 // asynchronously, so a test that has just seen a service act should wait
-// for its lines rather than read once.
+// for its lines rather than read once. Lines of a service that exits at
+// once may lack _SYSTEMD_USER_UNIT (see the package doc, Known limits).
 func (um *UserManager) WaitJournal(ctx context.Context, match func(JournalEntry) bool, args ...string) (JournalEntry, error) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()

@@ -1,3 +1,5 @@
+//go:build linux
+
 package systemdtest
 
 import (
@@ -12,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,14 +33,19 @@ const (
 	// find them.
 	runScope = "systemdtest-run.scope"
 
+	// homePrefix names the temporary directories that hold the homes.
+	homePrefix = "collie-systemdtest-"
+
 	// startTimeout bounds all of Start; stopTimeout each step of teardown.
 	startTimeout = 60 * time.Second
 	stopTimeout  = 5 * time.Second
 )
 
-// nsMounts are the directories that get a fresh tmpfs inside the
-// namespace. Path maps host paths under them to the namespace's view.
-var nsMounts = []string{"/run/systemd", "/run/user", "/run/log", "/var/log/journal"}
+// nsMounts are the directories where the namespace may see something
+// else than the host: the tmpfs mounts of holderScript (/var/log when
+// there is no /var/log/journal) and /sys/fs/cgroup on hybrid machines.
+// Path maps paths under them.
+var nsMounts = []string{"/run/systemd", "/run/user", "/run/log", "/var/log", "/sys/fs/cgroup"}
 
 // UserManager is a running systemd --user (and journald) for one test.
 // Its methods run commands inside its mount namespace, where
@@ -71,7 +79,7 @@ type UserManager struct {
 
 	manager     *exec.Cmd
 	managerDone chan struct{}
-	managerLog  *bytes.Buffer
+	managerLog  *syncBuffer
 	dumped      bool // diagnostics already logged
 }
 
@@ -145,6 +153,13 @@ func (um *UserManager) start(ctx context.Context) error {
 	} else if n > 0 {
 		um.t.Logf("systemdtest: removed leftovers of an earlier run (%d processes)", n)
 	}
+	// So does its home; with the lock held, no other run has one.
+	stale, _ := filepath.Glob(filepath.Join(traversableTempDir(), homePrefix+"*"))
+	for _, dir := range stale {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("removing leftovers of an earlier run: %w", err)
+		}
+	}
 	lap("user")
 
 	if err := um.makeHome(); err != nil {
@@ -184,7 +199,7 @@ func (um *UserManager) start(ctx context.Context) error {
 // world-traversable (t.TempDir's parents are 0700 root, which the user
 // could not enter).
 func (um *UserManager) makeHome() error {
-	dir, err := os.MkdirTemp(traversableTempDir(), "collie-systemdtest-")
+	dir, err := os.MkdirTemp(traversableTempDir(), homePrefix)
 	if err != nil {
 		return err
 	}
@@ -258,7 +273,10 @@ func (um *UserManager) startHolder() error {
 	um.holder, um.holderIn = cmd, in
 	line, _ := bufio.NewReader(out).ReadString('\n')
 	if line != "ready\n" {
-		return fmt.Errorf("setting up the mount namespace failed: %s", strings.TrimSpace(stderr.String()))
+		// The script has failed and exited; Wait collects all it said.
+		err := cmd.Wait()
+		um.holder = nil
+		return fmt.Errorf("setting up the mount namespace failed: %v: %s", err, strings.TrimSpace(stderr.String()))
 	}
 
 	// The rest of the setup is plain file work, done from here through
@@ -308,7 +326,7 @@ func (um *UserManager) startJournald(ctx context.Context) error {
 	// If the test binary dies, journald dies with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Env = rootEnv()
-	var log bytes.Buffer
+	var log syncBuffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting systemd-journald: %w", err)
@@ -338,7 +356,7 @@ func (um *UserManager) startManager(ctx context.Context) error {
 	cmd := um.nsCommand(context.Background(), um.serviceCG, um.Home, args)
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	cmd.Env = um.managerEnv()
-	um.managerLog = new(bytes.Buffer)
+	um.managerLog = new(syncBuffer)
 	cmd.Stdout, cmd.Stderr = um.managerLog, um.managerLog
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting systemd --user: %w", err)
@@ -541,10 +559,13 @@ func (um *UserManager) WriteFile(name string, data []byte, mode os.FileMode) err
 }
 
 // Path returns where the test process (on the host) finds path as the
-// namespace sees it. Paths under the namespace's own mounts
-// (/run/user, /run/systemd, /run/log, /var/log/journal) are reached
-// through /proc/PID/root of the namespace's holder; all others, Home
-// among them, are the same on both sides and returned unchanged.
+// namespace sees it. Paths under the namespace's own mounts (/run/user,
+// /run/systemd, /run/log, /var/log, /sys/fs/cgroup) are reached through
+// /proc/PID/root of the namespace's holder process; all others, Home
+// and BinDir among them, are the same on both sides and returned
+// unchanged:
+//
+//	os.Stat(um.Path(um.RuntimeDir + "/desk/x.sock"))
 func (um *UserManager) Path(path string) string {
 	for _, m := range nsMounts {
 		if path == m || strings.HasPrefix(path, m+"/") {
@@ -572,7 +593,7 @@ func (um *UserManager) stop() {
 		select {
 		case <-um.managerDone:
 		case <-time.After(stopTimeout):
-			um.t.Errorf("systemdtest: systemd --user did not exit within %v of SIGTERM; killing it", stopTimeout)
+			um.t.Logf("systemdtest: systemd --user did not exit within %v of SIGTERM; killing it", stopTimeout)
 		}
 	}
 	// Whatever is left (a service that ignored SIGTERM, a background
@@ -635,8 +656,8 @@ func (um *UserManager) stop() {
 // journal, for failure messages.
 func (um *UserManager) diagnostics() string {
 	var b strings.Builder
-	if um.managerLog != nil && um.managerLog.Len() > 0 {
-		fmt.Fprintf(&b, "\nsystemd --user output:\n%s", um.managerLog.String())
+	if out := um.managerLog.String(); out != "" {
+		fmt.Fprintf(&b, "\nsystemd --user output:\n%s", out)
 	}
 	if um.journald != nil && um.holder != nil {
 		select {
@@ -671,4 +692,26 @@ func waitFor(ctx context.Context, died <-chan struct{}, cond func() bool) error 
 func isSocket(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode()&os.ModeSocket != 0
+}
+
+// syncBuffer collects a process's output while others may read it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns what was written so far; "" for a nil buffer.
+func (s *syncBuffer) String() string {
+	if s == nil {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
