@@ -13,6 +13,7 @@ import (
 
 	"github.com/collie-linux/collie/internal/config"
 	"github.com/collie-linux/collie/internal/control"
+	"github.com/collie-linux/collie/internal/journal"
 	"github.com/collie-linux/collie/internal/sources"
 	"github.com/collie-linux/collie/internal/upstream"
 	"github.com/collie-linux/collie/internal/wire"
@@ -77,7 +78,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 	if tightened, old, err := sources.Tighten(path); err != nil {
 		return fmt.Errorf("check %s: %w", path, err)
 	} else if tightened {
-		b.o.Log.Warn("sources.json was readable by others; set its mode to 0600", "path", path, "old_mode", fmt.Sprintf("%04o", old.Perm()))
+		b.o.Log.Warn("sources.json was readable by others; set its mode to 0600", journal.MessageID(journal.MsgSourcesTightened), "path", path, "old_mode", fmt.Sprintf("%04o", old.Perm()))
 	}
 	l, err := control.Listen(b.o.Paths.Control(), b.o.Log)
 	if err != nil {
@@ -87,7 +88,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 		l.Close()
 		return err
 	}
-	b.o.Log.Info("collie daemon started", "control", b.o.Paths.Control(), "agents", len(b.Agents()))
+	b.o.Log.Info("collie daemon started", journal.MessageID(journal.MsgDaemonStarted), "control", b.o.Paths.Control(), "agents", len(b.Agents()))
 	b.o.Notify("READY=1\n" + b.statusLine())
 	err = control.Serve(ctx, l, b, b.o.Log)
 	b.o.Notify("STOPPING=1")
@@ -219,9 +220,9 @@ func (b *Bridge) record(a *agent, hello *wire.Hello, rd upstream.Read, err error
 		return
 	}
 	if after.Reachable {
-		log.Info("durable agent is reachable", "socket", a.src.Socket, "name", after.Agent)
+		log.Info("durable agent is reachable", journal.MessageID(journal.MsgAgentReachable), "socket", a.src.Socket, "name", after.Agent)
 	} else {
-		log.Warn("durable agent is unreachable", "socket", a.src.Socket, "reason", after.Reason)
+		log.Warn("durable agent is unreachable", journal.MessageID(journal.MsgAgentUnreachable), "socket", a.src.Socket, "reason", after.Reason)
 	}
 	b.o.Notify(b.statusLine())
 }
