@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"text/tabwriter"
 	"time"
 
@@ -37,32 +38,88 @@ func parse(fs *flag.FlagSet, args []string) error {
 }
 
 func cmdAttach(ctx context.Context, e *env, args []string) error {
-	name, rest, err := splitName(args, "socket")
+	name, rest, err := splitName(args, "socket", "url", "token-env", "ca-file")
 	if err != nil {
 		return err
 	}
 	fs := newFlags("collie durable attach", e)
 	socket := fs.String("socket", "", "the agent's Unix socket `path`")
+	rawURL := fs.String("url", "", "the agent's `URL` (token transport)")
+	tokenEnv := fs.String("token-env", "", "the environment `variable` that holds the token")
+	caFile := fs.String("ca-file", "", "a PEM `file` of a private CA to trust for --url")
 	if err := parse(fs, rest); err != nil {
 		return err
 	}
-	if *socket == "" {
-		return usagef("give the agent's socket with --socket PATH (for example %%t/desk/NAME.sock is $XDG_RUNTIME_DIR/desk/NAME.sock)")
-	}
-	path, err := filepath.Abs(*socket)
+	src, err := attachSource(e, name, *socket, *rawURL, *tokenEnv, *caFile)
 	if err != nil {
-		return fmt.Errorf("make %s absolute: %w", *socket, err)
+		return err
 	}
 	paths, err := e.paths()
 	if err != nil {
 		return err
 	}
-	src := sources.Source{Name: name, Socket: path}
 	if err := sources.Update(paths.Sources(), func(f *sources.File) error { return f.Add(src) }); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "attached %s (socket %s)\n", name, path)
+	fmt.Fprintf(e.stdout, "attached %s\n", src)
 	tellDaemon(ctx, e, paths.Control())
+	return nil
+}
+
+// attachSource checks everything before anything is written: the socket
+// transport (T3, T6) or the URL and token (K2), read from the environment
+// so the token never appears on a command line (K5).
+func attachSource(e *env, name, socket, rawURL, tokenEnv, caFile string) (sources.Source, error) {
+	switch {
+	case socket != "" && rawURL != "":
+		return sources.Source{}, usagef("give --socket or --url, not both")
+	case socket != "":
+		if tokenEnv != "" || caFile != "" {
+			return sources.Source{}, usagef("--token-env and --ca-file go with --url; a socket carries no token (T1)")
+		}
+		if err := socketPlatform(runtime.GOOS); err != nil {
+			return sources.Source{}, err
+		}
+		path, err := filepath.Abs(socket)
+		if err != nil {
+			return sources.Source{}, fmt.Errorf("make %s absolute: %w", socket, err)
+		}
+		src := sources.Source{Name: name, Socket: path}
+		return src, src.Validate()
+	case rawURL != "":
+		if tokenEnv == "" {
+			return sources.Source{}, usagef("give the name of the environment variable that holds the token: --token-env VAR")
+		}
+		if err := sources.CheckURL(rawURL); err != nil {
+			return sources.Source{}, err
+		}
+		raw, ok := os.LookupEnv(tokenEnv)
+		if !ok {
+			return sources.Source{}, fmt.Errorf("the environment variable %s is not set; put the agent's token in it (a good one: openssl rand -hex 32)", tokenEnv)
+		}
+		tok, err := sources.CheckToken(raw)
+		if err != nil {
+			return sources.Source{}, fmt.Errorf("%s: %w", tokenEnv, err)
+		}
+		if caFile != "" {
+			abs, err := filepath.Abs(caFile)
+			if err != nil {
+				return sources.Source{}, fmt.Errorf("make %s absolute: %w", caFile, err)
+			}
+			caFile = abs
+		}
+		src := sources.Source{Name: name, URL: rawURL, Token: tok, CAFile: caFile}
+		return src, src.Validate()
+	}
+	return sources.Source{}, usagef("give the agent's socket with --socket PATH, or its URL with --url URL --token-env VAR")
+}
+
+// socketPlatform refuses the socket transport where files have no Unix
+// owners, before anything is written (T3, T6).
+func socketPlatform(goos string) error {
+	if goos == "windows" {
+		return errors.New("a private socket needs Unix user ids; on Windows use --url <https://...> --token-env VAR")
+	}
 	return nil
 }
 
@@ -126,6 +183,9 @@ func cmdList(ctx context.Context, e *env, args []string) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tTRANSPORT\tTARGET\tSTATUS")
 	for _, a := range agents {
+		if a.TokenSet {
+			a.Target += " (token set)"
+		}
 		status := "reachable"
 		if !a.Reachable {
 			status = "unreachable: " + a.Reason
@@ -144,13 +204,20 @@ func probeAll(ctx context.Context, sourcesPath string) ([]control.AgentStatus, e
 	out := make([]control.AgentStatus, 0, len(f.Sources))
 	for _, s := range f.Sources {
 		st := control.AgentStatus{Name: s.Name, Transport: s.Transport(), Target: s.Socket, Checked: time.Now()}
-		if s.Transport() != "socket" {
-			st.Target, st.Reason = s.URL, "this transport is not supported yet"
-			out = append(out, st)
-			continue
+		var c upstream.Client
+		if s.Transport() == "socket" {
+			c = upstream.NewSocket(s.Socket, os.Getuid())
+		} else {
+			st.Target, st.TokenSet = s.URL, s.Token != ""
+			c, err = upstream.NewHTTPS(s.URL, s.Token, upstream.HTTPSOptions{CAFile: s.CAFile})
+			if err != nil {
+				st.Reason = err.Error()
+				out = append(out, st)
+				continue
+			}
 		}
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		h, err := upstream.NewSocket(s.Socket, os.Getuid()).Hello(pctx)
+		h, err := c.Hello(pctx)
 		cancel()
 		if err != nil {
 			st.Reason = reasonOf(err)

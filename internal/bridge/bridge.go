@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/collie-linux/collie/internal/config"
@@ -19,8 +20,12 @@ import (
 	"github.com/collie-linux/collie/internal/wire"
 )
 
-// IdleInterval is how often an agent is polled while no device looks (K8).
-const IdleInterval = 10 * time.Second
+// Poll cadence (K8): every 10 s while no device looks, every 2 s while one
+// does; an agent that is down or refuses the token at most every 10 s.
+const (
+	IdleInterval   = 10 * time.Second
+	ActiveInterval = 2 * time.Second
+)
 
 // pollTimeout bounds one poll: connect, headers and body.
 const pollTimeout = 10 * time.Second
@@ -33,14 +38,16 @@ type Options struct {
 	// Notify sends a state line to the service manager (sd_notify); nil
 	// when not run by systemd.
 	Notify func(state string)
-	// Interval overrides IdleInterval (tests only).
-	Interval time.Duration
+	// Interval and Active override IdleInterval and ActiveInterval (tests).
+	Interval, Active time.Duration
 }
 
 // Bridge holds the attached agents and their pollers.
 type Bridge struct {
 	o   Options
 	ctx context.Context // set by Run; pollers live under it
+
+	watching atomic.Bool // a device is looking (K8)
 
 	mu     sync.Mutex
 	agents map[string]*agent
@@ -49,9 +56,10 @@ type Bridge struct {
 // agent is one attached durable agent and what was last read from it.
 type agent struct {
 	src    sources.Source
-	client *upstream.Socket
+	client upstream.Client
 	cancel context.CancelFunc
 	done   chan struct{}
+	wake   chan struct{} // poll now
 
 	// Guarded by Bridge.mu.
 	status control.AgentStatus
@@ -63,6 +71,9 @@ type agent struct {
 func New(o Options) *Bridge {
 	if o.Interval == 0 {
 		o.Interval = IdleInterval
+	}
+	if o.Active == 0 {
+		o.Active = ActiveInterval
 	}
 	if o.Notify == nil {
 		o.Notify = func(string) {}
@@ -118,10 +129,6 @@ func (b *Bridge) Reload() error {
 		if _, ok := b.agents[name]; ok {
 			continue
 		}
-		if s.Transport() != "socket" {
-			b.o.Log.Warn("this transport is not supported yet; skipping the agent", "agent", name, "transport", s.Transport())
-			continue
-		}
 		b.start(s)
 	}
 	return nil
@@ -132,13 +139,55 @@ func (b *Bridge) start(s sources.Source) {
 	ctx, cancel := context.WithCancel(b.ctx)
 	a := &agent{
 		src:    s,
-		client: upstream.NewSocket(s.Socket, b.o.UID),
 		cancel: cancel,
 		done:   make(chan struct{}),
+		wake:   make(chan struct{}, 1),
 		status: control.AgentStatus{Name: s.Name, Transport: s.Transport(), Target: s.Socket, Reason: "not polled yet"},
 	}
+	var err error
+	if s.Transport() == "socket" {
+		a.client = upstream.NewSocket(s.Socket, b.o.UID)
+	} else {
+		a.status.Target, a.status.TokenSet = s.URL, s.Token != ""
+		a.client, err = upstream.NewHTTPS(s.URL, s.Token, upstream.HTTPSOptions{CAFile: s.CAFile})
+	}
 	b.agents[s.Name] = a
+	if err != nil {
+		// Kept in the list with its reason, not polled until it is fixed.
+		a.status.Reason = err.Error()
+		b.o.Log.Warn("durable agent is unreachable", journal.MessageID(journal.MsgAgentUnreachable), "agent", s.Name, "reason", a.status.Reason)
+		cancel()
+		close(a.done)
+		return
+	}
 	go b.poll(ctx, a)
+}
+
+// SetWatching says whether a device is looking. While one is, reachable
+// agents are polled every 2 s instead of 10 s, starting now (K8).
+func (b *Bridge) SetWatching(on bool) {
+	if b.watching.Swap(on) == on || !on {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, a := range b.agents {
+		select {
+		case a.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// next is how long a waits before its next poll (K8).
+func (b *Bridge) next(a *agent) time.Duration {
+	b.mu.Lock()
+	up := a.status.Reachable
+	b.mu.Unlock()
+	if up && b.watching.Load() {
+		return b.o.Active
+	}
+	return b.o.Interval
 }
 
 func (b *Bridge) stopAll() {
@@ -154,18 +203,23 @@ func (b *Bridge) stopAll() {
 	}
 }
 
-// poll reads a once at once and then every interval until ctx ends.
+// poll reads a at once and then on its cadence until ctx ends.
 func (b *Bridge) poll(ctx context.Context, a *agent) {
 	defer close(a.done)
-	t := time.NewTicker(b.o.Interval)
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
-		b.pollOnce(ctx, a)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-a.wake:
+			if b.next(a) != b.o.Active {
+				continue
+			}
 		}
+		b.pollOnce(ctx, a)
+		t.Reset(b.next(a))
 	}
 }
 
@@ -220,9 +274,9 @@ func (b *Bridge) record(a *agent, hello *wire.Hello, rd upstream.Read, err error
 		return
 	}
 	if after.Reachable {
-		log.Info("durable agent is reachable", journal.MessageID(journal.MsgAgentReachable), "socket", a.src.Socket, "name", after.Agent)
+		log.Info("durable agent is reachable", journal.MessageID(journal.MsgAgentReachable), "target", after.Target, "name", after.Agent)
 	} else {
-		log.Warn("durable agent is unreachable", journal.MessageID(journal.MsgAgentUnreachable), "socket", a.src.Socket, "reason", after.Reason)
+		log.Warn("durable agent is unreachable", journal.MessageID(journal.MsgAgentUnreachable), "target", after.Target, "reason", after.Reason)
 	}
 	b.o.Notify(b.statusLine())
 }

@@ -1,0 +1,137 @@
+// Package upstream is the bridge's side of the durable-agent protocol: it
+// reads hello and snapshot from an agent over a private Unix socket (walked
+// before every connection, T2, and its listener's uid checked, L3) or over
+// HTTPS with a bearer token (K1–K7).
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/collie-linux/collie/internal/wire"
+)
+
+// Client reads one durable agent.
+type Client interface {
+	Hello(ctx context.Context) (*wire.Hello, error)
+	Snapshot(ctx context.Context, etag string) (Read, error)
+}
+
+// Unreachable is an error that says why an agent cannot be reached. Reason
+// is the exact sentence shown in `collie durable list` (T3, T4, K6).
+type Unreachable struct {
+	Reason string
+	Err    error // the cause, when there is one beyond the reason
+}
+
+func (e *Unreachable) Error() string { return e.Reason }
+func (e *Unreachable) Unwrap() error { return e.Err }
+
+// ReasonTokenRefused is shown for an agent that answered 401 (K6).
+const ReasonTokenRefused = "the agent refused the token"
+
+// Read is the outcome of one snapshot poll.
+type Read struct {
+	Snapshot    *wire.Snapshot // nil when NotModified
+	Report      wire.Report
+	ETag        string
+	NotModified bool
+}
+
+// reader speaks the protocol over any HTTP client; the transports differ
+// only in how they connect and authenticate.
+type reader struct {
+	base  string // URL the paths are joined to, without a trailing slash
+	hc    *http.Client
+	token string // sent as a bearer token when set; never logged
+}
+
+// Hello asks the agent who it is.
+func (r *reader) Hello(ctx context.Context) (*wire.Hello, error) {
+	resp, err := r.get(ctx, wire.HelloPath, "")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, statusError(resp)
+	}
+	return wire.DecodeHello(resp.Body, resp.ContentLength)
+}
+
+// Snapshot reads the agent's state, sending etag so an unchanged state
+// costs a 304 (K7).
+func (r *reader) Snapshot(ctx context.Context, etag string) (Read, error) {
+	resp, err := r.get(ctx, wire.SnapshotPath, etag)
+	if err != nil {
+		return Read{}, err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusNotModified:
+		return Read{ETag: etag, NotModified: true}, nil
+	case http.StatusOK:
+	default:
+		return Read{}, statusError(resp)
+	}
+	snap, rep, err := wire.DecodeSnapshot(resp.Body, resp.ContentLength)
+	if err != nil {
+		return Read{}, err
+	}
+	return Read{Snapshot: snap, Report: rep, ETag: resp.Header.Get("ETag")}, nil
+}
+
+// get sends a read: a GET with no body, the protocol version, the last ETag
+// and the token when there is one (K7).
+func (r *reader) get(ctx context.Context, path, etag string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set(wire.VersionHeader, strconv.Itoa(wire.Version))
+	if etag != "" {
+		req.Header.Set("If-None-Match", etag)
+	}
+	if r.token != "" {
+		req.Header.Set("Authorization", "Bearer "+r.token)
+	}
+	resp, err := r.hc.Do(req)
+	if err != nil {
+		var u *Unreachable
+		if errors.As(err, &u) {
+			return nil, u
+		}
+		return nil, fmt.Errorf("ask the agent: %w", unwrapURL(err))
+	}
+	return resp, nil
+}
+
+// unwrapURL drops net/http's `Get "URL": ` prefix; the reason that follows
+// is what the user needs, and a made-up host helps no one.
+func unwrapURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// statusError turns a reply that is not a success into an error. Redirects
+// are never followed (K2), and 401 means the token was refused (K6).
+func statusError(resp *http.Response) error {
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized:
+		return &Unreachable{Reason: ReasonTokenRefused}
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		return &Unreachable{Reason: fmt.Sprintf("the agent answered with a redirect (%d); Collie never follows redirects, so give the agent's final URL", resp.StatusCode)}
+	}
+	data, _ := wire.ReadCapped(resp.Body, -1, 4<<10)
+	if code, msg, ok := wire.DecodeError(data); ok {
+		return fmt.Errorf("the agent answered %d %s: %s", resp.StatusCode, code, msg)
+	}
+	return fmt.Errorf("the agent answered %s", resp.Status)
+}
