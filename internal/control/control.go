@@ -24,8 +24,8 @@ import (
 // AgentStatus is one attached durable agent as the bridge sees it.
 type AgentStatus struct {
 	Name      string    `json:"name"`
-	Transport string    `json:"transport"` // "socket" or "https"
-	Target    string    `json:"target"`    // socket path or URL; never a token
+	Transport string    `json:"transport"`          // "socket" or "https"
+	Target    string    `json:"target"`             // socket path or URL; never a token
 	TokenSet  bool      `json:"tokenSet,omitempty"` // a token is stored (K5: shown, never printed)
 	Reachable bool      `json:"reachable"`
 	Reason    string    `json:"reason,omitempty"` // why not, exactly (T3, T4)
