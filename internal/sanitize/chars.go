@@ -1,9 +1,6 @@
 package sanitize
 
-import (
-	"unicode"
-	"unicode/utf8"
-)
+import "unicode/utf8"
 
 // layout is the set of C0 controls a multi-line field keeps (X2 step 1),
 // as a bit mask indexed by byte value.
@@ -38,13 +35,6 @@ func isInvisible(r rune) bool {
 		return false
 	}
 	return true
-}
-
-// isSpace reports whether r is a space in the widest sense: U+0020, the
-// other Unicode white space, and the invisible characters, which an id or
-// a link must not hide either.
-func isSpace(r rune) bool {
-	return unicode.IsSpace(r) || isInvisible(r)
 }
 
 // cleanPrefix returns the length of the longest prefix of s that X2

@@ -19,7 +19,7 @@ func ValidID(id string) bool {
 	}
 	for i := 0; i < len(id); {
 		if c := id[i]; c < utf8.RuneSelf {
-			// Printable ASCII starts after the space.
+			// ' ' and every byte below it is a space or a control.
 			if c <= ' ' || c == 0x7F || c == '/' || c == '?' || c == '#' {
 				return false
 			}
@@ -27,8 +27,8 @@ func ValidID(id string) bool {
 			continue
 		}
 		r, n := utf8.DecodeRuneInString(id[i:])
-		if n == 1 || isControl(r) || isSpace(r) {
-			return false
+		if n == 1 || isControl(r) || isInvisible(r) || unicode.IsSpace(r) {
+			return false // n == 1: invalid UTF-8
 		}
 		i += n
 	}

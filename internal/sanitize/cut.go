@@ -76,26 +76,20 @@ func (c *cutter) init(limit int, u unit, n int) {
 
 // write adds s, which must be valid UTF-8, unless the text is already cut.
 func (c *cutter) write(s string) {
-	if c.cut || s == "" {
+	if c.cut {
 		return
 	}
 	if c.tailLen == 0 {
-		if n := c.u.size(s); c.used+n <= c.room {
-			c.b.WriteString(s)
-			c.used += n
-			return
+		// Write in one go the longest run of whole characters that fits
+		// the room in bytes; a character is at least a byte, so it fits
+		// in chars too. The rest, if any, goes a character at a time.
+		k := min(len(s), c.room-c.used)
+		for k < len(s) && k > 0 && !utf8.RuneStart(s[k]) {
+			k--
 		}
-		if c.u == inBytes {
-			// s crosses the room: write what fits in one go, ending at a
-			// character boundary, and leave the rest to the loop below.
-			k := c.room - c.used
-			for k > 0 && !utf8.RuneStart(s[k]) {
-				k--
-			}
-			c.b.WriteString(s[:k])
-			c.used += k
-			s = s[k:]
-		}
+		c.b.WriteString(s[:k])
+		c.used += c.u.size(s[:k])
+		s = s[k:]
 	}
 	for s != "" && !c.cut {
 		_, n := utf8.DecodeRuneInString(s)

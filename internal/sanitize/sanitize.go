@@ -27,7 +27,7 @@
 //
 // Text that needs no change, the usual case, is returned as is without
 // allocating; otherwise the result is built in one pass with one
-// allocation.
+// allocation (a second only when U+FFFD makes it outgrow the input).
 //
 // Ids (X5) and links (X6) are never repaired: [ValidID] and [CheckLink]
 // only say whether the object that carries them is kept. [CheckSend]

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/collie-linux/collie/internal/sanitize"
 )
@@ -46,7 +47,7 @@ func Clean(s *Snapshot, rep *Report) {
 	}
 	s.Belt = keep(s.Belt, rep, "", "belt button", func(b *Button) string { return b.ID }, func(b *Button) bool {
 		b.Label, _ = sanitize.Label(b.Label, sanitize.BeltChars)
-		if b.Label == "" {
+		if blank(b.Label) {
 			rep.drop("", fmt.Sprintf("belt button %q", b.ID), "its label is blank after cleaning")
 			return false
 		}
@@ -54,7 +55,7 @@ func Clean(s *Snapshot, rep *Report) {
 	})
 	s.Starters = keep(s.Starters, rep, "", "starter", func(st *Starter) string { return st.ID }, func(st *Starter) bool {
 		st.Label, _ = sanitize.Line(st.Label, sanitize.LabelBytes)
-		return st.Label != ""
+		return !blank(st.Label)
 	})
 }
 
@@ -117,11 +118,17 @@ func cleanQuestion(q *Question) string {
 	q.Title, t = sanitize.Line(q.Title, sanitize.TitleBytes)
 	q.Rationale, r = sanitize.Block(q.Rationale, sanitize.RationaleBytes)
 	q.Shortened = t || r
-	if q.Title == "" {
+	if blank(q.Title) {
 		q.Title = q.ID
 	}
 	if q.ToolCall != "" && !sanitize.ValidID(q.ToolCall) {
 		return "its tool-call key breaks the id rule"
+	}
+	if sc := q.AlwaysScope; sc != nil {
+		sc.Tool, _ = sanitize.Line(sc.Tool, sanitize.LabelBytes)
+		sc.CommandPrefix, _ = sanitize.Line(sc.CommandPrefix, sanitize.TitleBytes)
+		sc.Text, _ = sanitize.Line(sc.Text, sanitize.TitleBytes)
+		sc.DurationSeconds = max(sc.DurationSeconds, 0)
 	}
 	switch q.Kind {
 	case AskYesNo, AskLine:
@@ -130,7 +137,7 @@ func cleanQuestion(q *Question) string {
 		q.Fields = nil
 		q.Options = keep(q.Options, nil, "", "option", func(o *Option) string { return o.ID }, func(o *Option) bool {
 			o.Label, _ = sanitize.Line(o.Label, sanitize.LabelBytes)
-			return o.Label != ""
+			return !blank(o.Label)
 		})
 		if len(q.Options) == 0 {
 			return "a choice question with no usable option"
@@ -176,9 +183,13 @@ func keep[T any](list []T, rep *Report, conv, what string, id func(*T) string, o
 	return out
 }
 
+// blank reports whether a cleaned label shows nothing: a button is never
+// blank (X3), and spaces alone are blank too.
+func blank(s string) bool { return strings.TrimSpace(s) == "" }
+
 func titleOr(s, id string) string {
 	s, _ = sanitize.Line(s, sanitize.TitleBytes)
-	if s == "" {
+	if blank(s) {
 		return id
 	}
 	return s
@@ -186,7 +197,7 @@ func titleOr(s, id string) string {
 
 func labelOr(s, id string) string {
 	s, _ = sanitize.Line(s, sanitize.LabelBytes)
-	if s == "" {
+	if blank(s) {
 		return id
 	}
 	return s

@@ -15,6 +15,19 @@ const (
 	CodeNotFound      = "not-found"
 	CodeCallerRefused = "caller-refused" // C2
 	CodeTokenRefused  = "token-refused"  // K6
+
+	// Codes of the write routes (see writes.go and collie-durable(7)).
+	CodeBodyTooLarge    = "body-too-large"      // 413: the body is over WriteCap
+	CodeUnknownQuestion = "unknown-question"    // 404: no such question in that conversation
+	CodeUnknownTarget   = "unknown-target"      // 404: no such conversation, space, tab, button or starter
+	CodeStaleRevision   = "stale-revision"      // 409: the question changed since the device showed it
+	CodeAlreadyDecided  = "already-decided"     // 409: the question was answered, timed out or withdrawn
+	CodeBadAnswer       = "bad-answer"          // 422: the answer does not fit the question
+	CodeRequestIDReused = "request-id-reused"   // 409: the request id was used for another request
+	CodeBusy            = "busy"                // 409: that command is already running
+	CodeNothingRunning  = "nothing-running"     // 409: an abort found nothing to stop
+	CodeClosed          = "conversation-closed" // 409: reopen the conversation first
+	CodeUnsupported     = "unsupported"         // 501: this agent does not do that write
 )
 
 // ErrorBody is the JSON body of every error reply.

@@ -110,6 +110,7 @@ type Question struct {
 	Revision    int64    `json:"revision"`
 	ToolCall    string   `json:"toolCall,omitempty"`    // key of the tool call it gates (D9)
 	AllowAlways bool     `json:"allowAlways,omitempty"` // offers "always allow" (D7)
+	AlwaysScope *Scope   `json:"alwaysScope,omitempty"` // what "always allow" would let through
 	Options     []Option `json:"options,omitempty"`     // choice
 	Fields      []Field  `json:"fields,omitempty"`      // form
 
