@@ -3,12 +3,17 @@ package bridge
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +21,7 @@ import (
 	"github.com/collie-linux/collie/internal/control"
 	"github.com/collie-linux/collie/internal/durable"
 	"github.com/collie-linux/collie/internal/sources"
+	"github.com/collie-linux/collie/internal/tlstest"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -211,5 +217,74 @@ func TestBridgeReloadAndTighten(t *testing.T) {
 	os.WriteFile(paths.Sources(), []byte("{broken"), 0o600)
 	if err := h.client.Reload(context.Background()); err == nil {
 		t.Error("a broken sources.json reloaded without error")
+	}
+}
+
+// TestBridgeCadenceK8: a reachable agent is polled every Interval while no
+// device looks and every Active while one does; an agent that refuses the
+// token stays at Interval, device or not, and shows why (K6, K8).
+func TestBridgeCadenceK8(t *testing.T) {
+	ca := tlstest.NewCA(t, t.TempDir())
+	const token = "cadence-token-0123456789abcdef0123456789"
+	var goodHits, badHits atomic.Int64
+	agent := func(hits *atomic.Int64, accept string) string {
+		srv, _ := durable.NewServer(wire.Hello{Agent: "r"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := durable.RequireToken(durable.Tokens{Current: accept}, srv.Handler())
+		hs := &http.Server{TLSConfig: &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, "localhost")}},
+			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1); h.ServeHTTP(w, r) })}
+		go hs.ServeTLS(l, "", "")
+		t.Cleanup(func() { hs.Close() })
+		return fmt.Sprintf("https://localhost:%d", l.Addr().(*net.TCPAddr).Port)
+	}
+	good := agent(&goodHits, token)
+	bad := agent(&badHits, "another-token-0123456789abcdef0123456789")
+
+	dir := t.TempDir()
+	paths := config.Paths{Config: filepath.Join(dir, "config"), Runtime: filepath.Join(dir, "run")}
+	os.Mkdir(paths.Runtime, 0o700)
+	sources.Save(paths.Sources(), sources.File{Version: 1, Sources: []sources.Source{
+		{Name: "good", URL: good, Token: token, CAFile: ca.File},
+		{Name: "bad", URL: bad, Token: token, CAFile: ca.File},
+	}})
+	const idle, active = 400 * time.Millisecond, 40 * time.Millisecond
+	b := New(Options{Paths: paths, UID: os.Getuid(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Interval: idle, Active: active})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	h := &harness{client: control.NewClient(paths.Control())}
+	m := h.waitFor(t, "first polls", func(m map[string]control.AgentStatus) bool {
+		return m["good"].Reachable && m["bad"].Reason != "" && m["bad"].Reason != "not polled yet"
+	})
+	if m["bad"].Reason != "the agent refused the token" || !m["bad"].TokenSet || m["good"].Target != good {
+		t.Fatalf("K6: bad = %+v good = %+v", m["bad"], m["good"])
+	}
+
+	count := func(d time.Duration) (int64, int64) {
+		g0, b0 := goodHits.Load(), badHits.Load()
+		time.Sleep(d)
+		return goodHits.Load() - g0, badHits.Load() - b0
+	}
+	const window = 2 * time.Second // 5 idle intervals, 50 active ones
+	g, bd := count(window)
+	if g > 7 || bd > 7 {
+		t.Errorf("K8 idle: %d and %d polls in %s, want about %d", g, bd, window, window/idle)
+	}
+	b.SetWatching(true)
+	g, bd = count(window)
+	if g < 25 {
+		t.Errorf("K8 watching: the reachable agent was polled %d times in %s, want about %d", g, window, window/active)
+	}
+	if bd > 7 {
+		t.Errorf("K8: an agent that refuses the token was polled %d times in %s while a device looked; at most every %s", bd, window, idle)
+	}
+	b.SetWatching(false)
+	g, _ = count(window)
+	if g > 7 {
+		t.Errorf("K8 back to idle: %d polls in %s", g, window)
 	}
 }
