@@ -1,0 +1,75 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/collie-linux/collie/internal/wire"
+)
+
+// Refused is an agent's refusal of a write: its HTTP status and the code
+// and message from its error body (cleaned: they come from the agent).
+type Refused struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *Refused) Error() string {
+	return fmt.Sprintf("the agent refused: %s (%s)", e.Message, e.Code)
+}
+
+// Write sends one write to the agent: a POST to path (one of
+// wire.WritePaths) with req as its JSON body, checked before it leaves
+// (X4). It returns the agent's reply, or a *Refused.
+func (r *reader) Write(ctx context.Context, path string, req wire.Request) (*wire.WriteReply, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("encode the request: %w", err)
+	}
+	if len(body) > wire.WriteCap {
+		return nil, fmt.Errorf("%w: the cap is %d bytes; send less", wire.ErrBodyTooLarge, wire.WriteCap)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, r.base+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set(wire.VersionHeader, strconv.Itoa(wire.Version))
+	if r.token != "" {
+		hreq.Header.Set("Authorization", "Bearer "+r.token)
+	}
+	resp, err := r.hc.Do(hreq)
+	if err != nil {
+		var u *Unreachable
+		if errors.As(err, &u) {
+			return nil, u
+		}
+		return nil, fmt.Errorf("send to the agent: %w", unwrapURL(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		var reply wire.WriteReply
+		if err := wire.DecodeReply(resp.Body, resp.ContentLength, &reply); err != nil {
+			return nil, fmt.Errorf("read the agent's reply: %w", err)
+		}
+		return &reply, nil
+	}
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode/100 == 3 {
+		return nil, statusError(resp)
+	}
+	data, _ := wire.ReadCapped(resp.Body, -1, 4<<10)
+	code, msg, ok := wire.DecodeError(data)
+	if !ok {
+		code, msg = "unknown", resp.Status
+	}
+	return nil, &Refused{Status: resp.StatusCode, Code: code, Message: msg}
+}
