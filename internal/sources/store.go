@@ -12,6 +12,8 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+
+	"github.com/collie-linux/collie/internal/atomicfile"
 )
 
 // maxFileSize caps what Load reads: far more than any list of agents needs.
@@ -175,64 +177,10 @@ func save(path string, f File, write func(io.Writer, []byte) error) error {
 		return fmt.Errorf("save sources: %w", err)
 	}
 
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("save sources: %w", err)
-	}
-	if err := replace(path, buf.Bytes(), write); err != nil {
+	if err := atomicfile.WriteWith(path, buf.Bytes(), write); err != nil {
 		return fmt.Errorf("save sources: %w", err)
 	}
 	return nil
-}
-
-// replace puts data at path through a temporary file in the same folder,
-// so the rename stays on one file system and is atomic.
-func replace(path string, data []byte, write func(io.Writer, []byte) error) (err error) {
-	dir := filepath.Dir(path)
-	// CreateTemp makes the file 0600; a umask can only take bits away.
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	// Set the mode again in case the folder has a default ACL or the file
-	// system makes up its own.
-	if err := tmp.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
-		return err
-	}
-	if err := write(tmp, data); err != nil {
-		return fmt.Errorf("write %s: %w", tmp.Name(), err)
-	}
-	// Sync before rename: otherwise a crash can leave the new name with no
-	// data behind it.
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-// syncDir makes a rename in dir survive a crash.
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil // Windows cannot open a folder to sync it; NTFS journals the rename
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // Update changes the sources file under a lock, so that concurrent updates,
