@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
 
@@ -22,6 +23,11 @@ func cmdDaemon(ctx context.Context, e *env, args []string) error {
 	}
 	paths, err := e.paths()
 	if err != nil {
+		return err
+	}
+	// config.toml is reserved (collie.toml(5)): a key in it is refused
+	// rather than ignored.
+	if _, _, err := config.Load(paths.ConfigFile()); err != nil {
 		return err
 	}
 	level := slog.LevelInfo
@@ -43,6 +49,7 @@ func runBridge(ctx context.Context, e *env, paths config.Paths, level slog.Level
 		Log:    log,
 		Notify: func(state string) { daemon.SdNotify(false, state) },
 	})
+	go watchdog(ctx, b, log)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -63,4 +70,30 @@ func runBridge(ctx context.Context, e *env, paths config.Paths, level slog.Level
 		return err
 	}
 	return nil
+}
+
+// watchdog sends WATCHDOG=1 at half the interval systemd asked for
+// (WatchdogSec= in collie.service), while the bridge still answers: a
+// bridge stuck on its lock stops the pings, and systemd restarts it. It
+// does nothing when no watchdog is set.
+func watchdog(ctx context.Context, b *bridge.Bridge, log *slog.Logger) {
+	every, err := daemon.SdWatchdogEnabled(false)
+	if err != nil {
+		log.Warn("the service watchdog setting cannot be read; not sending keep-alives", "err", err)
+		return
+	}
+	if every == 0 {
+		return
+	}
+	t := time.NewTicker(every / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			b.Agents() // takes the bridge's lock: blocks if the bridge is stuck
+			daemon.SdNotify(false, daemon.SdNotifyWatchdog)
+		}
+	}
 }

@@ -39,7 +39,10 @@ const usage = `Usage: collie COMMAND [ARGS]
 Commands:
   daemon                               run the bridge in the foreground (what collie.service runs)
   demo                                 run the bridge with a demo durable agent, in a throwaway folder
+  doctor [--json] [--check NAME]       check the installation; prints the fix for every row that is not ok
   durable attach NAME --socket PATH    attach the durable agent listening at PATH
+  durable attach NAME --url URL --token-env VAR [--ca-file FILE]
+                                       attach an agent on another host, over HTTPS
   durable detach NAME                  detach an agent
   durable list [--json]                list attached agents: reachable, or exactly why not
   show [--json]                        show what the bridge holds: conversations, items, open questions
@@ -73,6 +76,8 @@ func dispatch(ctx context.Context, e *env, args []string) error {
 		return cmdDaemon(ctx, e, rest)
 	case "demo":
 		return cmdDemo(ctx, e, rest)
+	case "doctor":
+		return cmdDoctor(ctx, e, rest)
 	case "durable":
 		return cmdDurable(ctx, e, rest)
 	case "show":

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/collie-linux/collie/internal/doctor"
+	"github.com/collie-linux/collie/internal/version"
+)
+
+// cmdDoctor checks the installation, one row per check with the fix for
+// every row that is not ok (L4), and fails when a row fails.
+func cmdDoctor(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("collie doctor", e)
+	asJSON := fs.Bool("json", false, "print JSON")
+	only := fs.String("check", "", "run only the check `NAME`")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	rows, err := doctor.Run(ctx, doctor.FromSystem(e.getenv, version.String()), *only)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if *asJSON {
+		err = doctor.WriteJSON(e.stdout, rows)
+	} else {
+		err = doctor.WriteText(e.stdout, rows)
+	}
+	if err != nil {
+		return err
+	}
+	switch n := doctor.Failed(rows); n {
+	case 0:
+		return nil
+	case 1:
+		return errors.New("1 check failed; run the fix shown under it, then collie doctor again")
+	default:
+		return fmt.Errorf("%d checks failed; run the fix shown under each, then collie doctor again", n)
+	}
+}

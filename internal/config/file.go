@@ -1,0 +1,52 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// File is the content of config.toml. This version of Collie has no
+// settings: the file is reserved, and any key in it is refused, so that a
+// setting meant for a later version is never silently ignored. See
+// collie.toml(5).
+type File struct{}
+
+// ConfigFile is $XDG_CONFIG_HOME/collie/config.toml.
+func (p Paths) ConfigFile() string { return filepath.Join(p.Config, "config.toml") }
+
+// Load reads the config file at path. A missing file means the defaults
+// (exists is false). A file that is not TOML, or that has any key Collie
+// does not know, is an error that names the line and says what to do.
+func Load(path string) (f File, exists bool, err error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return File{}, false, nil
+	}
+	if err != nil {
+		return File{}, false, fmt.Errorf("read %s: %w; make it readable by you, or remove it to use the defaults", path, err)
+	}
+	dec := toml.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		var sm *toml.StrictMissingError
+		if errors.As(err, &sm) && len(sm.Errors) > 0 {
+			row, _ := sm.Errors[0].Position()
+			return File{}, true, fmt.Errorf("%s, line %d: unknown setting %q; this version of Collie has no settings in config.toml, so remove it (see collie.toml(5))",
+				path, row, strings.Join(sm.Errors[0].Key(), "."))
+		}
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			row, col := de.Position()
+			return File{}, true, fmt.Errorf("%s, line %d column %d: %s; fix the file, or remove it to use the defaults", path, row, col, de.Error())
+		}
+		return File{}, true, fmt.Errorf("%s: %v; fix the file, or remove it to use the defaults", path, err)
+	}
+	return f, true, nil
+}

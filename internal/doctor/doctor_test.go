@@ -1,0 +1,268 @@
+package doctor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/collie-linux/collie/internal/config"
+	"github.com/collie-linux/collie/internal/control"
+	"github.com/collie-linux/collie/internal/sources"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// fakeSystemd answers from a map; a missing unit is not-found.
+type fakeSystemd map[string]Unit
+
+func (f fakeSystemd) Unit(_ context.Context, name string) (Unit, error) {
+	if u, ok := f[name]; ok {
+		u.Name = name
+		return u, nil
+	}
+	return Unit{Name: name, Load: "not-found", Active: "inactive", Sub: "dead"}, nil
+}
+func (fakeSystemd) Close() {}
+
+type fakeDaemon struct {
+	agents []control.AgentStatus
+	err    error
+}
+
+func (d fakeDaemon) Agents(context.Context) ([]control.AgentStatus, error) { return d.agents, d.err }
+
+// healthy lays out a working installation under a temporary root: a
+// private desk with the demo agent's socket, sources.json 0600 naming it,
+// and fakes for the user manager, logind, journald and the daemon that
+// say all is well. It returns the Env and the root.
+func healthy(t *testing.T) (*Env, string) {
+	t.Helper()
+	// Short: a socket path has a 108-byte limit.
+	root, err := os.MkdirTemp("", "cd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	paths := config.Paths{Config: root + "/config/collie", State: root + "/state/collie", Runtime: root + "/run"}
+	for _, d := range []string{paths.Config, paths.Runtime, paths.Desk()} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sock := filepath.Join(paths.Desk(), "demo.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	if err := os.Chmod(sock, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := sources.Save(paths.Sources(), sources.File{Sources: []sources.Source{
+		{Name: "demo", Socket: sock},
+		{Name: "cloud", URL: "https://agent.example.com", Token: strings.Repeat("k", 64)},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	active := func(path, sub string) Unit {
+		return Unit{Load: "loaded", Active: "active", Sub: sub, FileState: "enabled", Path: path}
+	}
+	sd := fakeSystemd{
+		"collie.service":           active("/usr/lib/systemd/user/collie.service", "running"),
+		"collie-agent@.socket":     {Path: "/usr/lib/systemd/user/collie-agent@.socket", FileState: "disabled"},
+		"collie-agent@.service":    {Path: "/usr/lib/systemd/user/collie-agent@.service", FileState: "static"},
+		"collie-agent@demo.socket": active("/usr/lib/systemd/user/collie-agent@.socket", "listening"),
+	}
+	e := &Env{
+		Paths: paths, UID: os.Getuid(), User: "alice", Version: "0.1.0",
+		Self:     Binary{Path: "/usr/bin/collie", Version: "0.1.0"},
+		Agent:    func() (Binary, error) { return Binary{Path: "/usr/bin/collie-agent", Version: "0.1.0"}, nil },
+		Systemd:  func(context.Context) (Systemd, error) { return sd, nil },
+		Logind:   func(context.Context, int) (bool, error) { return true, nil },
+		Journald: func() error { return nil },
+		Daemon:   fakeDaemon{agents: []control.AgentStatus{{Name: "demo", Transport: "socket", Target: sock, Reachable: true}}},
+		Probe:    func(context.Context, string) (string, error) { return "demo", nil },
+	}
+	return e, root
+}
+
+// golden compares got, with root written as $ROOT, with testdata/name.
+func golden(t *testing.T, name, got, root string) {
+	t.Helper()
+	got = strings.ReplaceAll(got, root, "$ROOT")
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/doctor -update to write it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (run go test ./internal/doctor -update to accept it):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+func run(t *testing.T, e *Env, only string) []Row {
+	t.Helper()
+	rows, err := Run(context.Background(), e, only)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+func text(t *testing.T, rows []Row) string {
+	var b bytes.Buffer
+	if err := WriteText(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestHealthy_L4: a working installation is all ok, exit status 0, and the
+// token is shown only as "set, 64 bytes" (K5).
+func TestHealthy_L4(t *testing.T) {
+	e, root := healthy(t)
+	rows := run(t, e, "")
+	for _, r := range rows {
+		if r.Status != OK {
+			t.Errorf("row %s %s is %s: %s", r.Check, r.Subject, r.Status, r.Message)
+		}
+	}
+	out := text(t, rows)
+	if strings.Contains(out, "kkkk") {
+		t.Errorf("K5: the token is printed:\n%s", out)
+	}
+	golden(t, "healthy.txt", out, root)
+}
+
+// broken breaks one thing per check.
+func broken(t *testing.T) (*Env, string) {
+	e, root := healthy(t)
+	p := e.Paths
+	sock := filepath.Join(p.Desk(), "demo.sock")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// T3: the socket replaced by a symlink to a real one.
+	must(os.Rename(sock, filepath.Join(p.Desk(), "real.sock")))
+	must(os.Symlink("real.sock", sock))
+	must(os.Chmod(p.Sources(), 0o644))                                                 // K5
+	must(os.WriteFile(p.ConfigFile(), []byte("[push]\nurl = \"https://x\"\n"), 0o600)) // reserved file
+	must(os.MkdirAll(p.State, 0o755))
+	must(os.WriteFile(p.State+"/audit.log", nil, 0o644))
+	must(os.Chmod(p.State+"/audit.log", 0o644))
+	e.Agent = func() (Binary, error) { return Binary{Path: "/usr/local/bin/collie-agent", Version: "0.0.9"}, nil }
+	e.Systemd = func(context.Context) (Systemd, error) {
+		return fakeSystemd{
+			"collie.service":           {Load: "loaded", Active: "inactive", Sub: "dead", FileState: "enabled", Path: "/usr/lib/systemd/user/collie.service"},
+			"collie-agent@.socket":     {Path: "/usr/lib/systemd/user/collie-agent@.socket"},
+			"collie-agent@.service":    {Path: "/usr/lib/systemd/user/collie-agent@.service"},
+			"collie-agent@demo.socket": {Load: "loaded", Active: "active", Sub: "listening", FileState: "disabled", Path: "/usr/lib/systemd/user/collie-agent@.socket"},
+		}, nil
+	}
+	e.Logind = func(context.Context, int) (bool, error) {
+		return false, errors.New("The name org.freedesktop.login1 was not provided by any .service files")
+	}
+	e.Journald = func() error { return errors.New("nothing listens at /run/systemd/journal/socket") }
+	e.Daemon = fakeDaemon{err: control.ErrNotRunning}
+	return e, root
+}
+
+// TestBroken_T3_K5_L4: every broken part fails or warns with the exact
+// reason and the fix, and the report fails.
+func TestBroken_T3_K5_L4(t *testing.T) {
+	e, root := broken(t)
+	rows := run(t, e, "")
+	if Failed(rows) == 0 {
+		t.Fatal("no row failed")
+	}
+	for _, r := range rows {
+		if r.Status != OK && r.Fix == "" {
+			t.Errorf("row %s %s is %s without a fix", r.Check, r.Subject, r.Status)
+		}
+	}
+	golden(t, "broken.txt", text(t, rows), root)
+
+	var b bytes.Buffer
+	if err := WriteJSON(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "broken.json", b.String(), root)
+}
+
+// TestCheckFlag: --check runs one check; an unknown name lists the checks.
+func TestCheckFlag(t *testing.T) {
+	e, root := broken(t)
+	golden(t, "check-durable-socket.txt", text(t, run(t, e, "durable-socket")), root)
+
+	_, err := Run(context.Background(), e, "nope")
+	want := `there is no check "nope"; the checks are: binary, config, sources, durable-socket, desk, state-dir, audit-log, units, linger, journald, daemon`
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+}
+
+// TestNoPaths: without XDG_RUNTIME_DIR the config row fails with the
+// reason and the rows that need the paths skip; nothing panics.
+func TestNoPaths(t *testing.T) {
+	e, _ := healthy(t)
+	e.Paths, e.PathsErr = config.Paths{}, errors.New("XDG_RUNTIME_DIR is not set; log in through a session, or run: export XDG_RUNTIME_DIR=/run/user/$(id -u)")
+	e.Daemon = nil
+	golden(t, "no-paths.txt", text(t, run(t, e, "")), "/nonexistent-root")
+}
+
+// TestSocketFix_T3_T4: every reason of T3 and T4, exactly as sockpath and
+// the bridge word it, gets its fix; only a missing agent is a warning.
+func TestSocketFix_T3_T4(t *testing.T) {
+	e := &Env{Paths: config.Paths{Runtime: "/run/user/1000"}}
+	desk := sources.Source{Name: "app", Socket: "/run/user/1000/desk/app.sock"}
+	other := sources.Source{Name: "x", Socket: "/srv/x/x.sock"}
+	tests := []struct {
+		name   string
+		src    sources.Source
+		reason string
+		fix    string
+		fails  bool
+	}{
+		{"T3_symlink_socket", desk, "socket-not-private: /run/user/1000/desk/app.sock is a symlink",
+			"rm /run/user/1000/desk/app.sock && systemctl --user restart collie-agent@app.socket", true},
+		{"T3_symlink_folder", other, "socket-not-private: /srv/x is a symlink",
+			"attach the agent by a path without links: collie durable detach x && collie durable attach x --socket REAL-PATH", true},
+		{"T3_folder_mode", desk, "the socket's folder /run/user/1000/desk has mode 0755, not 0700", "chmod 0700 /run/user/1000/desk", true},
+		{"T3_folder_owner", other, "the socket's folder /srv/x belongs to user 0, not to 1000",
+			"give the agent a socket in a folder of your own: collie durable detach x && collie durable attach x --socket /run/user/1000/desk/x.sock", true},
+		{"T3_folder_not_dir", other, "the socket's folder /srv/x is not a directory",
+			"give the agent a socket in a folder of your own: collie durable detach x && collie durable attach x --socket /run/user/1000/desk/x.sock", true},
+		{"T3_above_writable", other, "/srv has mode 0775, so group or others can write to it", "chmod go-w /srv", true},
+		{"T3_not_socket", desk, "the path is not a socket", "rm /run/user/1000/desk/app.sock && systemctl --user restart collie-agent@app.socket", true},
+		{"T3_socket_owner", desk, "the socket belongs to user 0, not to 1000", "the socket is another user's; detach it: collie durable detach app", true},
+		{"T3_socket_mode", desk, "the socket has mode 0666, not 0600", "chmod 0600 /run/user/1000/desk/app.sock, and make the agent create it 0600 (SocketMode=0600)", true},
+		{"T4_no_socket_desk", desk, "no socket at /run/user/1000/desk/app.sock", "systemctl --user enable --now collie-agent@app.socket", false},
+		{"T4_no_socket_elsewhere", other, "no socket at /srv/x/x.sock", "start the agent that listens at /srv/x/x.sock", false},
+		{"T4_nothing_listening", desk, "nothing is listening at /run/user/1000/desk/app.sock; start the agent (or its .socket unit)",
+			"systemctl --user enable --now collie-agent@app.socket", false},
+		{"L3_listener_not_you", desk, "the socket's listener is not you: peer uid 0, not 1000", "the socket is another user's; detach it: collie durable detach app", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fix, fails := socketFix(e, tt.src, tt.reason)
+			if fix != tt.fix || fails != tt.fails {
+				t.Errorf("socketFix(%q) = %q, fails %v; want %q, fails %v", tt.reason, fix, fails, tt.fix, tt.fails)
+			}
+		})
+	}
+}

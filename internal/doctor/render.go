@@ -1,0 +1,86 @@
+package doctor
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// glyphs mark each status; the status word follows, so the output reads
+// the same without colour or Unicode fonts.
+var glyphs = map[Status]string{OK: "✓", Warn: "!", Fail: "✗", Skip: "-"}
+
+// WriteText writes one line per row (glyph, status, check, message), the
+// fix under every row that has one, and a summary:
+//
+//	✓ ok    binary               collie 0.1.0 at /usr/bin/collie; …
+//	✗ fail  durable-socket demo  socket-not-private: /run/user/1000/desk/demo.sock is a symlink
+//	                             fix: rm /run/user/1000/desk/demo.sock && systemctl --user restart collie-agent@demo.socket
+func WriteText(w io.Writer, rows []Row) error {
+	width := 0
+	for _, r := range rows {
+		width = max(width, len(label(r)))
+	}
+	var b strings.Builder
+	indent := strings.Repeat(" ", 2+6+width+2)
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%s %-4s  %-*s  %s\n", glyphs[r.Status], r.Status, width, label(r), r.Message)
+		if r.Fix != "" {
+			fmt.Fprintf(&b, "%sfix: %s\n", indent, r.Fix)
+		}
+	}
+	b.WriteString("\n" + Summary(rows) + "\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func label(r Row) string {
+	if r.Subject == "" {
+		return r.Check
+	}
+	return r.Check + " " + r.Subject
+}
+
+// Summary counts the rows by status: "1 failed, 2 warnings, 8 ok, 1 skipped".
+func Summary(rows []Row) string {
+	n := map[Status]int{}
+	for _, r := range rows {
+		n[r.Status]++
+	}
+	plural := func(k int, one, many string) string {
+		if k == 1 {
+			return one
+		}
+		return many
+	}
+	parts := []string{}
+	if n[Fail] > 0 {
+		parts = append(parts, fmt.Sprintf("%d failed", n[Fail]))
+	}
+	if n[Warn] > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s", n[Warn], plural(n[Warn], "warning", "warnings")))
+	}
+	parts = append(parts, fmt.Sprintf("%d ok", n[OK]))
+	if n[Skip] > 0 {
+		parts = append(parts, fmt.Sprintf("%d skipped", n[Skip]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Report is what --json prints.
+type Report struct {
+	OK   bool  `json:"ok"` // no row failed
+	Rows []Row `json:"rows"`
+}
+
+// WriteJSON writes the rows as a Report.
+func WriteJSON(w io.Writer, rows []Row) error {
+	if rows == nil {
+		rows = []Row{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(Report{OK: Failed(rows) == 0, Rows: rows})
+}
