@@ -1,0 +1,181 @@
+// Package callercheck is the durable agent's caller check (spec C2, C3):
+// before a write, find out which process is at the other end of the Unix
+// socket and refuse it when it is the agent itself, a process the agent
+// started, or a process the agent cannot tell apart from those.
+//
+// The caller is the process that connected. Linux records it on the socket
+// (SO_PEERCRED, read through SyscallConn().Control so the runtime keeps the
+// only handle on the descriptor) and, since 6.5, hands out a pidfd for it
+// (SO_PEERPIDFD). The pidfd pins the process: its pid cannot be given to
+// another process while the check runs, so a caller that exits and has its
+// pid reused cannot borrow another process's ancestry. Where the kernel is
+// older the check opens a pidfd itself (pidfd_open), which leaves the short
+// window between connect and that call; without pidfds at all (before 5.3)
+// it compares the process's start time before and after reading /proc.
+//
+// A caller is refused when
+//
+//   - its pid is 0 (it sits in a pid namespace the agent cannot see into)
+//     or it runs as another user;
+//   - it is the agent;
+//   - the agent is among its ancestors (parent links read from
+//     /proc/PID/stat, where the command name may hold spaces and ')');
+//   - it sits in the agent's cgroup or below it. systemd --user is a
+//     subreaper: a tool that double-forks is re-parented to the user
+//     manager and drops out of the agent's ancestry, but it stays in the
+//     agent unit's cgroup, which it cannot leave unless it can write to the
+//     user's cgroup tree (see the README's security section);
+//   - anything needed for the answer cannot be read (/proc unreadable, the
+//     agent in the root cgroup, where every process of the machine sits),
+//     or the process is gone (or a zombie) before the check ends.
+//
+// Reads are not checked: anything that reached the socket may read.
+package callercheck
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Caller is what the check found out about the process that connected.
+type Caller struct {
+	PID    int
+	UID    uint32
+	Cgroup string // its cgroup in the hierarchy the check uses
+	// Method says how the process was pinned: "SO_PEERPIDFD",
+	// "pidfd_open" or "start time".
+	Method string
+}
+
+// Refused is the error of a refused caller. Reason is a sentence that
+// says why and what to do.
+type Refused struct {
+	Caller Caller
+	Reason string
+}
+
+func (r *Refused) Error() string { return r.Reason }
+
+// ErrUnsupported is returned by New where the check cannot work.
+var ErrUnsupported = errors.New("the caller check is not available")
+
+// answerElsewhere ends every refusal of a descendant: the fix is to answer
+// from the device, not to change the agent.
+const answerElsewhere = "the agent takes answers and other writes only from processes it did not start (C2); answer from a paired device"
+
+func refuse(who Caller, format string, a ...any) error {
+	return &Refused{Caller: who, Reason: fmt.Sprintf(format, a...)}
+}
+
+// procStat is what the check reads from /proc/PID/stat.
+type procStat struct {
+	State     byte
+	PPID      int
+	StartTime uint64 // clock ticks after boot
+}
+
+// parseStat parses the content of /proc/PID/stat. The second field, the
+// command name in parentheses, is chosen by the process (prctl, or the
+// name of the file it runs) and may hold spaces, parentheses and even
+// "fake" fields such as "x) S 1": the real fields start after the last
+// ')' of the line, which the name cannot be after.
+func parseStat(b []byte) (procStat, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || bytes.IndexByte(b, '(') < 0 {
+		return procStat{}, errors.New("no command name")
+	}
+	rest := b[i+1:]
+	// Fields after the name: 3 state, 4 ppid, …, 22 starttime.
+	var fields [20][]byte
+	n := 0
+	for n < len(fields) {
+		for len(rest) > 0 && rest[0] == ' ' {
+			rest = rest[1:]
+		}
+		if len(rest) == 0 {
+			break
+		}
+		j := bytes.IndexAny(rest, " \n")
+		if j < 0 {
+			j = len(rest)
+		}
+		fields[n] = rest[:j]
+		rest = rest[j:]
+		n++
+	}
+	if n < len(fields) || len(fields[0]) != 1 {
+		return procStat{}, fmt.Errorf("%d fields after the command name, want at least %d", n, len(fields))
+	}
+	ppid, err := strconv.Atoi(string(fields[1]))
+	if err != nil || ppid < 0 {
+		return procStat{}, fmt.Errorf("bad parent pid %q", fields[1])
+	}
+	start, err := strconv.ParseUint(string(fields[19]), 10, 64)
+	if err != nil {
+		return procStat{}, fmt.Errorf("bad start time %q", fields[19])
+	}
+	return procStat{State: fields[0][0], PPID: ppid, StartTime: start}, nil
+}
+
+// Hierarchies the check can use, in order of preference: the cgroup2
+// (unified) hierarchy, and on legacy systems systemd's own v1 hierarchy.
+const (
+	hierUnified = ""
+	hierSystemd = "name=systemd"
+)
+
+// parseCgroup returns the path of hierarchy hier in the content of
+// /proc/PID/cgroup ("ID:CONTROLLERS:PATH" lines; the unified hierarchy is
+// "0::PATH"), and whether it was there.
+func parseCgroup(b []byte, hier string) (string, bool) {
+	for len(b) > 0 {
+		line := b
+		if j := bytes.IndexByte(b, '\n'); j >= 0 {
+			line, b = b[:j], b[j+1:]
+		} else {
+			b = nil
+		}
+		i := bytes.IndexByte(line, ':')
+		if i < 0 {
+			continue
+		}
+		rest := line[i+1:]
+		j := bytes.IndexByte(rest, ':')
+		if j < 0 {
+			continue
+		}
+		id, ctrl, path := line[:i], rest[:j], rest[j+1:]
+		switch hier {
+		case hierUnified:
+			if string(id) == "0" && len(ctrl) == 0 {
+				return string(path), true
+			}
+		default:
+			if string(ctrl) == hier {
+				return string(path), true
+			}
+		}
+	}
+	return "", false
+}
+
+// chooseHierarchy picks the hierarchy that tells the agent's unit apart,
+// from the content of /proc/self/cgroup: the unified one unless the agent
+// sits at its root (legacy mode, or a machine where nothing manages
+// cgroups), then systemd's. ok is false when neither tells anything apart.
+func chooseHierarchy(self []byte) (hier, path string, ok bool) {
+	if p, found := parseCgroup(self, hierUnified); found && p != "/" && p != "" {
+		return hierUnified, p, true
+	}
+	if p, found := parseCgroup(self, hierSystemd); found && p != "/" && p != "" {
+		return hierSystemd, p, true
+	}
+	return "", "", false
+}
+
+// within reports whether cgroup path p is dir or below it.
+func within(p, dir string) bool {
+	return p == dir || len(p) > len(dir) && p[:len(dir)] == dir && p[len(dir)] == '/'
+}

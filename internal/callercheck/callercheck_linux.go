@@ -1,0 +1,320 @@
+package callercheck
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Checker checks callers for one agent process.
+type Checker struct {
+	selfPID int
+	uid     uint32
+	proc    string // where procfs is mounted: "/proc"
+	hier    string // the cgroup hierarchy used, see chooseHierarchy
+	cgroup  string // the agent's cgroup in it; "" when none tells it apart
+
+	// Test knobs: pretend the kernel lacks SO_PEERPIDFD, PIDFD_GET_INFO,
+	// or pidfds.
+	noPeerPidfd, noPidfdInfo, noPidfd bool
+}
+
+// New returns the check for this process. It fails when /proc does not
+// show this process as itself (procfs of another pid namespace), which
+// would make every answer wrong.
+func New() (*Checker, error) {
+	c := &Checker{selfPID: os.Getpid(), uid: uint32(os.Getuid()), proc: "/proc"}
+	var buf [1024]byte
+	b, err := readSmall(c.proc+"/self/stat", buf[:])
+	if err != nil {
+		return nil, fmt.Errorf("%w: read /proc/self/stat: %v; mount procfs at /proc, or set CallerCheck = \"off\"", ErrUnsupported, err)
+	}
+	if f := bytes.Fields(b); len(f) == 0 || string(f[0]) != strconv.Itoa(c.selfPID) {
+		return nil, fmt.Errorf("%w: /proc shows another pid namespace than the agent's; mount the agent's own procfs at /proc, or set CallerCheck = \"off\"", ErrUnsupported)
+	}
+	var cbuf [4096]byte
+	cg, err := readSmall(c.proc+"/self/cgroup", cbuf[:])
+	if err != nil {
+		return nil, fmt.Errorf("%w: read /proc/self/cgroup: %v", ErrUnsupported, err)
+	}
+	if hier, path, ok := chooseHierarchy(cg); ok {
+		c.hier, c.cgroup = hier, path
+	}
+	return c, nil
+}
+
+// Cgroup returns the agent's cgroup as the check sees it, or "" when the
+// agent sits in a root cgroup: then every write is refused, because a tool
+// the agent started and re-parented cannot be told apart from any other
+// process. Run the agent as a systemd unit to give it a cgroup of its own.
+func (c *Checker) Cgroup() string { return c.cgroup }
+
+// PeerPidfd reports whether the kernel pins callers with SO_PEERPIDFD.
+func (c *Checker) PeerPidfd() bool {
+	if c.noPeerPidfd {
+		return false
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	pidfd, err := unix.GetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_PEERPIDFD)
+	if err != nil {
+		return false
+	}
+	unix.Close(pidfd)
+	return true
+}
+
+// Check returns the caller at the other end of conn, a connected Unix
+// stream socket, or a *Refused saying why it may not write.
+func (c *Checker) Check(conn syscall.Conn) (Caller, error) {
+	var (
+		cred   *unix.Ucred
+		pidfd  = -1
+		cerr   error
+		method string
+	)
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return Caller{}, refuse(Caller{}, "the agent cannot read who is calling (%v); %s", err, answerElsewhere)
+	}
+	err = rc.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+		if cerr != nil || c.noPeerPidfd {
+			return
+		}
+		if p, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PEERPIDFD); err == nil {
+			pidfd, method = p, "SO_PEERPIDFD"
+		}
+	})
+	if pidfd >= 0 {
+		defer unix.Close(pidfd)
+	}
+	if err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return Caller{}, refuse(Caller{}, "the agent cannot read who is calling (SO_PEERCRED: %v); %s", err, answerElsewhere)
+	}
+	who := Caller{PID: int(cred.Pid), UID: cred.Uid}
+	switch {
+	case cred.Pid <= 0:
+		return who, refuse(who, "the caller has no process id the agent can see (it runs in another pid namespace), so the agent cannot tell whether it started it; %s", answerElsewhere)
+	case cred.Uid != c.uid:
+		return who, refuse(who, "the caller runs as user %d, not as the agent's user %d; write as the agent's user, from a paired device", cred.Uid, c.uid)
+	case who.PID == c.selfPID:
+		return who, refuse(who, "the caller is the agent itself; %s", answerElsewhere)
+	}
+	if pidfd < 0 && !c.noPidfd {
+		if p, err := unix.PidfdOpen(who.PID, 0); err == nil {
+			pidfd, method = p, "pidfd_open"
+			defer unix.Close(pidfd)
+		} else if errors.Is(err, unix.ESRCH) {
+			return who, c.gone(who)
+		}
+	}
+	if pidfd < 0 {
+		method = "start time"
+	}
+	who.Method = method
+
+	// The caller's parent: from the pidfd itself where the kernel answers
+	// PIDFD_GET_INFO (6.13), otherwise from /proc once the pidfd is known
+	// to name the caller's pid.
+	var (
+		buf  [4096]byte
+		st   procStat
+		info *unix.PidfdInfo
+	)
+	if pidfd >= 0 && !c.noPidfdInfo {
+		info = &unix.PidfdInfo{Mask: unix.PIDFD_INFO_PID}
+		switch err := unix.IoctlPidfdInfo(pidfd, info); {
+		case err == nil:
+		case errors.Is(err, unix.ESRCH):
+			return who, c.gone(who)
+		default: // ENOTTY, EINVAL: an older kernel
+			info = nil
+		}
+	}
+	switch {
+	case info != nil && info.Mask&unix.PIDFD_INFO_PID != 0:
+		if int(info.Tgid) != who.PID {
+			return who, refuse(who, "the caller's pidfd names process %d, not %d, so the agent cannot tell who it is; %s", info.Tgid, who.PID, answerElsewhere)
+		}
+		st.PPID = int(info.Ppid)
+	default:
+		if pidfd >= 0 {
+			switch p, err := c.pidfdPID(pidfd); {
+			case err != nil:
+				return who, refuse(who, "the agent cannot read its caller's pidfd (%v); %s", err, answerElsewhere)
+			case p == -1:
+				return who, c.gone(who)
+			case p != who.PID:
+				return who, refuse(who, "the caller's pidfd names process %d, not %d, so the agent cannot tell who it is; %s", p, who.PID, answerElsewhere)
+			}
+		}
+		var err error
+		if st, err = c.stat(who.PID, buf[:]); err != nil {
+			return who, c.unreadable(who, err, pidfd)
+		}
+		if st.State == 'Z' || st.State == 'X' {
+			return who, c.gone(who)
+		}
+	}
+	if c.cgroup == "" {
+		return who, refuse(who, "the agent runs in a root cgroup, where it cannot tell the tools it started from other processes; run it as a systemd unit (collie-agent@NAME.service), or set CallerCheck = \"off\"")
+	}
+	cg, err := readSmall(c.proc+"/"+strconv.Itoa(who.PID)+"/cgroup", buf[:])
+	if err != nil {
+		return who, c.unreadable(who, err, pidfd)
+	}
+	path, ok := parseCgroup(cg, c.hier)
+	if !ok {
+		return who, refuse(who, "the caller's cgroup cannot be read, so the agent cannot tell whether it started it; %s", answerElsewhere)
+	}
+	who.Cgroup = path
+	if within(path, c.cgroup) {
+		return who, refuse(who, "the caller (pid %d) runs in the agent's own cgroup %s, where the programs the agent starts run; %s", who.PID, c.cgroup, answerElsewhere)
+	}
+	if err := c.walk(who, st.PPID, buf[:]); err != nil {
+		return who, err
+	}
+
+	// The data read above was the caller's only if its pid still names it
+	// (a zombie's pid is not reused either, but a zombie is no caller).
+	if pidfd >= 0 {
+		again := unix.PidfdInfo{Mask: unix.PIDFD_INFO_PID}
+		if info != nil {
+			if unix.IoctlPidfdInfo(pidfd, &again) != nil {
+				return who, c.gone(who)
+			}
+		} else if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
+			return who, c.gone(who)
+		}
+	} else if again, err := c.stat(who.PID, buf[:]); err != nil || again.StartTime != st.StartTime || again.State == 'Z' {
+		return who, c.gone(who)
+	}
+	return who, nil
+}
+
+// walk follows the parent links from ppid, the caller's parent, up to the
+// top and refuses the caller when the agent is among them. A link that
+// breaks during the walk (a parent exited, so its children were
+// re-parented) restarts it, a few times.
+func (c *Checker) walk(who Caller, ppid int, buf []byte) error {
+	for attempt := 0; attempt < 3; attempt++ {
+		p, broken := ppid, false
+		for steps := 0; steps < 4096; steps++ {
+			if p == c.selfPID {
+				return refuse(who, "the caller (pid %d) was started by the agent (it is one of the agent's descendants); %s", who.PID, answerElsewhere)
+			}
+			if p <= 1 {
+				break
+			}
+			st, err := c.stat(p, buf)
+			if errors.Is(err, os.ErrNotExist) {
+				broken = true
+				break
+			}
+			if err != nil {
+				return c.unreadable(who, err, -1)
+			}
+			p = st.PPID
+		}
+		if !broken {
+			return nil
+		}
+		// Read the caller's parent again: it was re-parented.
+		st, err := c.stat(who.PID, buf)
+		if err != nil {
+			return c.gone(who)
+		}
+		ppid = st.PPID
+	}
+	return refuse(who, "the caller's parents kept changing while the agent checked them, so it cannot tell whether it started the caller; %s", answerElsewhere)
+}
+
+func (c *Checker) stat(pid int, buf []byte) (procStat, error) {
+	b, err := readSmall(c.proc+"/"+strconv.Itoa(pid)+"/stat", buf)
+	if err != nil {
+		return procStat{}, err
+	}
+	st, err := parseStat(b)
+	if err != nil {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	return st, nil
+}
+
+// pidfdPID reads the pid a pidfd refers to from its fdinfo: -1 once the
+// process has exited, 0 when it is outside this pid namespace.
+func (c *Checker) pidfdPID(pidfd int) (int, error) {
+	var buf [512]byte
+	b, err := readSmall(c.proc+"/self/fdinfo/"+strconv.Itoa(pidfd), buf[:])
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.Index(b, []byte("\nPid:"))
+	if i < 0 {
+		return 0, errors.New("no Pid line")
+	}
+	line := b[i+5:]
+	if j := bytes.IndexByte(line, '\n'); j >= 0 {
+		line = line[:j]
+	}
+	return strconv.Atoi(string(bytes.TrimSpace(line)))
+}
+
+func (c *Checker) gone(who Caller) error {
+	return refuse(who, "the caller (pid %d) exited before the agent finished checking it, so the agent cannot tell who it was; %s", who.PID, answerElsewhere)
+}
+
+// unreadable refuses a caller whose /proc entries could not be read. A
+// missing entry means the process is gone, unless its pidfd says it is
+// alive: then /proc is not showing what the agent expects.
+func (c *Checker) unreadable(who Caller, err error, pidfd int) error {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+		if pidfd < 0 || unix.PidfdSendSignal(pidfd, 0, nil, 0) != nil {
+			return c.gone(who)
+		}
+	}
+	return refuse(who, "the agent cannot read its caller in /proc (%v), so it cannot tell whether it started it; mount /proc without hidepid for the agent's user, or answer from a paired device", err)
+}
+
+// readSmall reads a small procfs file into buf without allocating. procfs
+// hands over a whole small file in one read, so a read that leaves room in
+// buf is taken as the end: this saves a syscall per file, and the check
+// reads several files on every write.
+func readSmall(path string, buf []byte) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		n += m
+		if m == 0 || n < len(buf) {
+			break
+		}
+	}
+	if n == len(buf) {
+		return nil, &os.PathError{Op: "read", Path: path, Err: errors.New("longer than the agent expects")}
+	}
+	return buf[:n], nil
+}
