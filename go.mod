@@ -10,4 +10,7 @@ require (
 	golang.org/x/sys v0.50.0
 )
 
-require golang.org/x/tools v0.26.0 // indirect
+require (
+	github.com/skip2/go-qrcode v0.0.0-20200617195104-da1b6568686e // indirect
+	golang.org/x/tools v0.26.0 // indirect
+)

@@ -46,6 +46,9 @@ Commands:
   durable detach NAME                  detach an agent
   durable list [--json]                list attached agents: reachable, or exactly why not
   show [--json]                        show what the bridge holds: conversations, items, open questions
+  pair [--json] [--no-qr]              pair a phone or browser: a single-use URL, QR code and check code
+  devices [--json]                     list paired devices
+  devices revoke ID                    cut a device off at once
   version                              print the version
 
 See collie(1) for more.
@@ -80,6 +83,10 @@ func dispatch(ctx context.Context, e *env, args []string) error {
 		return cmdDoctor(ctx, e, rest)
 	case "durable":
 		return cmdDurable(ctx, e, rest)
+	case "pair":
+		return cmdPair(ctx, e, rest)
+	case "devices":
+		return cmdDevices(ctx, e, rest)
 	case "show":
 		return cmdShow(ctx, e, rest)
 	case "version", "--version", "-version":

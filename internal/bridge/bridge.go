@@ -14,6 +14,7 @@ import (
 
 	"github.com/collie-linux/collie/internal/config"
 	"github.com/collie-linux/collie/internal/control"
+	"github.com/collie-linux/collie/internal/device"
 	"github.com/collie-linux/collie/internal/journal"
 	"github.com/collie-linux/collie/internal/sources"
 	"github.com/collie-linux/collie/internal/upstream"
@@ -40,6 +41,10 @@ type Options struct {
 	Notify func(state string)
 	// Interval and Active override IdleInterval and ActiveInterval (tests).
 	Interval, Active time.Duration
+	// Devices is where the device API listens; nil turns it off.
+	Devices *device.ListenConfig
+	// Audit records every write a device asks for (A1); nil: none.
+	Audit device.Recorder
 }
 
 // Bridge holds the attached agents and their pollers.
@@ -51,6 +56,13 @@ type Bridge struct {
 
 	mu     sync.Mutex
 	agents map[string]*agent
+
+	// The device API, when it is on.
+	devices  *device.Store
+	pairings *device.Pairings
+	api      *device.API
+	apiURL   string
+	apiFP    string
 }
 
 // agent is one attached durable agent and what was last read from it.
@@ -269,6 +281,9 @@ func (b *Bridge) record(a *agent, hello *wire.Hello, rd upstream.Read, err error
 
 	if err == nil && !rd.NotModified {
 		logDrops(log, rd.Report)
+	}
+	if b.api != nil && (!rd.NotModified || before.Reachable != after.Reachable) {
+		b.api.Changed()
 	}
 	if before.Reachable == after.Reachable && before.Reason == after.Reason {
 		return

@@ -4,10 +4,12 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -39,18 +41,40 @@ type AgentView struct {
 	Snapshot *wire.Snapshot `json:"snapshot,omitempty"`
 }
 
+// Pairing is what `collie pair` shows: a single-use offer to pair a device.
+type Pairing struct {
+	URL         string    `json:"url"` // carries the secret in its fragment
+	Code        string    `json:"code"`
+	Expires     time.Time `json:"expires"`
+	Fingerprint string    `json:"fingerprint,omitempty"` // of the bridge's TLS certificate
+}
+
+// Device is a paired device as `collie devices` lists it.
+type Device struct {
+	ID       string    `json:"id"`
+	Name     string    `json:"name"`
+	PairedAt time.Time `json:"pairedAt"`
+	LastSeen time.Time `json:"lastSeen,omitzero"`
+}
+
 // Backend is what the daemon offers over the control socket.
 type Backend interface {
 	Agents() []AgentStatus
 	View() []AgentView
 	Reload() error
+	Pair() (Pairing, error)
+	Devices() ([]Device, error)
+	Revoke(id string) error
 }
 
 // Paths of the control API.
 const (
-	agentsPath = "/v1/agents"
-	showPath   = "/v1/show"
-	reloadPath = "/v1/reload"
+	agentsPath  = "/v1/agents"
+	showPath    = "/v1/show"
+	reloadPath  = "/v1/reload"
+	pairPath    = "/v1/pair"
+	devicesPath = "/v1/devices"
+	revokePath  = "/v1/devices/revoke"
 )
 
 // Listen makes the private control socket at path (T5). A connection from
@@ -77,6 +101,24 @@ func Serve(ctx context.Context, l net.Listener, b Backend, log *slog.Logger) err
 		}
 		writeJSON(w, http.StatusOK, struct{}{})
 	})
+	mux.HandleFunc("POST "+pairPath, func(w http.ResponseWriter, _ *http.Request) {
+		p, err := b.Pair()
+		reply(w, p, err)
+	})
+	mux.HandleFunc("GET "+devicesPath, func(w http.ResponseWriter, _ *http.Request) {
+		d, err := b.Devices()
+		reply(w, d, err)
+	})
+	mux.HandleFunc("POST "+revokePath, func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID string `json:"id"`
+		}
+		if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&req); err != nil {
+			writeJSON(w, http.StatusBadRequest, apiError{Error: "the request is not valid JSON"})
+			return
+		}
+		reply(w, struct{}{}, b.Revoke(req.ID))
+	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	go func() {
 		<-ctx.Done()
@@ -88,6 +130,14 @@ func Serve(ctx context.Context, l net.Listener, b Backend, log *slog.Logger) err
 		return fmt.Errorf("control socket: %w", err)
 	}
 	return nil
+}
+
+func reply(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		writeJSON(w, http.StatusUnprocessableEntity, apiError{Error: err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 type apiError struct {
@@ -154,8 +204,30 @@ func (c *Client) Reload(ctx context.Context) error {
 	return c.do(ctx, http.MethodPost, reloadPath, nil)
 }
 
+// Pair asks the daemon for a new pairing offer.
+func (c *Client) Pair(ctx context.Context) (Pairing, error) {
+	var p Pairing
+	return p, c.do(ctx, http.MethodPost, pairPath, &p)
+}
+
+// Devices lists the paired devices.
+func (c *Client) Devices(ctx context.Context) ([]Device, error) {
+	var d []Device
+	return d, c.do(ctx, http.MethodGet, devicesPath, &d)
+}
+
+// Revoke cuts a device off at once.
+func (c *Client) Revoke(ctx context.Context, id string) error {
+	body, _ := json.Marshal(map[string]string{"id": id})
+	return c.doBody(ctx, http.MethodPost, revokePath, body, nil)
+}
+
 func (c *Client) do(ctx context.Context, method, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, "http://collie"+path, nil)
+	return c.doBody(ctx, method, path, nil, out)
+}
+
+func (c *Client) doBody(ctx context.Context, method, path string, body []byte, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, "http://collie"+path, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}

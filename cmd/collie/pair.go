@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/skip2/go-qrcode"
+
+	"github.com/collie-linux/collie/internal/control"
+)
+
+// cmdPair asks the daemon for a single-use pairing offer and shows it: the
+// URL (the secret rides in its fragment), a QR code of it, and the short
+// code the device shows too.
+func cmdPair(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("collie pair", e)
+	asJSON := fs.Bool("json", false, "print JSON")
+	noQR := fs.Bool("no-qr", false, "do not draw the QR code")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	paths, err := e.paths()
+	if err != nil {
+		return err
+	}
+	p, err := control.NewClient(paths.Control()).Pair(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, p)
+	}
+	if !*noQR {
+		qr, err := qrcode.New(p.URL, qrcode.Medium)
+		if err != nil {
+			return fmt.Errorf("draw the QR code: %w", err)
+		}
+		fmt.Fprint(e.stdout, qr.ToSmallString(false))
+	}
+	fmt.Fprintf(e.stdout, "Open this on the device to pair it (once, until %s):\n\n    %s\n\n", p.Expires.Local().Format(time.Kitchen), p.URL)
+	fmt.Fprintf(e.stdout, "The device shows the code %s; pair only if it matches.\n", p.Code)
+	if p.Fingerprint != "" {
+		fmt.Fprintf(e.stdout, "The bridge's certificate fingerprint (SHA-256): %s\n", p.Fingerprint)
+	}
+	return nil
+}
+
+// cmdDevices lists paired devices, or revokes one.
+func cmdDevices(ctx context.Context, e *env, args []string) error {
+	paths, err := e.paths()
+	if err != nil {
+		return err
+	}
+	c := control.NewClient(paths.Control())
+	if len(args) > 0 && args[0] == "revoke" {
+		if len(args) != 2 {
+			return usagef("give the device's id: collie devices revoke ID (see collie devices)")
+		}
+		if err := c.Revoke(ctx, args[1]); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "revoked %s; it is cut off now\n", args[1])
+		return nil
+	}
+	fs := newFlags("collie devices", e)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	devs, err := c.Devices(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, devs)
+	}
+	if len(devs) == 0 {
+		fmt.Fprintln(e.stdout, "no devices paired; pair one with: collie pair")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tPAIRED\tLAST SEEN")
+	for _, d := range devs {
+		seen := "never"
+		if !d.LastSeen.IsZero() {
+			seen = d.LastSeen.Local().Format(time.DateTime)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.ID, d.Name, d.PairedAt.Local().Format(time.DateTime), seen)
+	}
+	return tw.Flush()
+}

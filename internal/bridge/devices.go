@@ -1,0 +1,98 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/collie-linux/collie/internal/control"
+	"github.com/collie-linux/collie/internal/device"
+	"github.com/collie-linux/collie/internal/wire"
+)
+
+// errDevicesOff is what pairing says when the device API is off.
+var errDevicesOff = errors.New("the device API is off; set listen in [devices] of config.toml (see collie.toml(5))")
+
+// startDevices opens the device API when it is configured, and returns
+// what stops it.
+func (b *Bridge) startDevices(ctx context.Context) (func(), error) {
+	if b.o.Devices == nil {
+		return func() {}, nil
+	}
+	store, err := device.OpenStore(filepath.Join(b.o.Paths.State, "devices.json"), nil)
+	if err != nil {
+		return nil, err
+	}
+	l, err := device.Listen(*b.o.Devices, b.o.Paths.State)
+	if err != nil {
+		return nil, err
+	}
+	b.devices, b.pairings = store, device.NewPairings(nil)
+	b.api = device.NewAPI(device.Options{Backend: b, Store: store, Pairings: b.pairings, Audit: b.o.Audit, Log: b.o.Log})
+	b.apiURL, b.apiFP = l.URL, l.Fingerprint
+	srv := &http.Server{Handler: b.api.Handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10}
+	go srv.Serve(l)
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+		srv.Close() // event streams do not end by themselves
+	}, nil
+}
+
+// Forward implements device.Backend: it sends a device's write to an
+// agent, then polls that agent at once so the device sees the outcome.
+func (b *Bridge) Forward(ctx context.Context, name, path string, req wire.Request) (*wire.WriteReply, error) {
+	b.mu.Lock()
+	a, ok := b.agents[name]
+	b.mu.Unlock()
+	if !ok || a.client == nil {
+		return nil, device.ErrUnknownAgent
+	}
+	reply, err := a.client.Write(ctx, path, req)
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+	return reply, err
+}
+
+// Pair implements control.Backend.
+func (b *Bridge) Pair() (control.Pairing, error) {
+	if b.pairings == nil {
+		return control.Pairing{}, errDevicesOff
+	}
+	p, err := b.pairings.New()
+	if err != nil {
+		return control.Pairing{}, fmt.Errorf("make a pairing secret: %w", err)
+	}
+	// The secret rides in the fragment, which a browser never sends to a server.
+	return control.Pairing{URL: b.apiURL + "/#pair=" + p.Secret, Code: p.Code, Expires: p.Expires, Fingerprint: b.apiFP}, nil
+}
+
+// Devices implements control.Backend.
+func (b *Bridge) Devices() ([]control.Device, error) {
+	if b.devices == nil {
+		return nil, errDevicesOff
+	}
+	var out []control.Device
+	for _, d := range b.devices.List() {
+		out = append(out, control.Device{ID: d.ID, Name: d.Name, PairedAt: d.PairedAt, LastSeen: d.LastSeen})
+	}
+	return out, nil
+}
+
+// Revoke implements control.Backend.
+func (b *Bridge) Revoke(id string) error {
+	if b.api == nil {
+		return errDevicesOff
+	}
+	if err := b.api.Revoke(id); err != nil {
+		return err
+	}
+	b.o.Log.Warn("a device was revoked", "device", id)
+	return nil
+}

@@ -1,0 +1,196 @@
+// Package device is how a human's phone or browser reaches the bridge:
+// pairing, device credentials, the write gate, and the device API.
+//
+// A device pairs by redeeming a single-use secret that `collie pair` made
+// (at most 10 minutes old). It receives a random 256-bit credential; the
+// bridge keeps only its SHA-256 hash, in devices.json (0600) in the state
+// folder. Revoking a device cuts it off at once, live connections included.
+package device
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/collie-linux/collie/internal/atomicfile"
+	"github.com/collie-linux/collie/internal/sanitize"
+)
+
+// Device is one paired device. It holds no secret: only the hash of the
+// device's credential.
+type Device struct {
+	ID       string    `json:"id"`
+	Name     string    `json:"name"`
+	PairedAt time.Time `json:"pairedAt"`
+	LastSeen time.Time `json:"lastSeen,omitzero"`
+	CredHash string    `json:"credHash"` // hex SHA-256 of the credential
+}
+
+// Store keeps the paired devices in a file, mode 0600.
+type Store struct {
+	path string
+	now  func() time.Time
+
+	mu      sync.Mutex
+	devices map[string]*Device // by id
+	byHash  map[string]string  // credential hash → id
+	saved   time.Time          // last save, to write LastSeen at most once a minute
+	revoked chan string        // ids, for live connections to close
+}
+
+type storeFile struct {
+	Version int       `json:"version"`
+	Devices []*Device `json:"devices"`
+}
+
+// OpenStore reads the devices file at path; a missing file is no devices.
+func OpenStore(path string, now func() time.Time) (*Store, error) {
+	if now == nil {
+		now = time.Now
+	}
+	s := &Store{path: path, now: now, devices: map[string]*Device{}, byHash: map[string]string{}, revoked: make(chan string, 16)}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the devices file: %w", err)
+	}
+	var f storeFile
+	if err := json.Unmarshal(data, &f); err != nil || f.Version != 1 {
+		return nil, fmt.Errorf("the devices file %s is damaged; pair your devices again after moving it away", path)
+	}
+	for _, d := range f.Devices {
+		s.devices[d.ID] = d
+		s.byHash[d.CredHash] = d.ID
+	}
+	return s, nil
+}
+
+// Add pairs a new device and returns it with its credential, which is shown
+// to the device once and never stored.
+func (s *Store) Add(name string) (Device, string, error) {
+	name, _ = sanitize.Line(name, sanitize.LabelBytes)
+	if name == "" {
+		name = "device"
+	}
+	cred, err := random(32)
+	if err != nil {
+		return Device{}, "", err
+	}
+	id, err := random(9)
+	if err != nil {
+		return Device{}, "", err
+	}
+	d := &Device{ID: "d-" + id, Name: name, PairedAt: s.now().UTC(), CredHash: hashCred(cred)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.devices[d.ID] = d
+	s.byHash[d.CredHash] = d.ID
+	if err := s.saveLocked(); err != nil {
+		delete(s.devices, d.ID)
+		delete(s.byHash, d.CredHash)
+		return Device{}, "", err
+	}
+	return *d, cred, nil
+}
+
+// Authenticate returns the device whose credential this is.
+func (s *Store) Authenticate(cred string) (Device, bool) {
+	if cred == "" {
+		return Device{}, false
+	}
+	h := hashCred(cred)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, ok := s.byHash[h]
+	if !ok {
+		return Device{}, false
+	}
+	d := s.devices[id]
+	d.LastSeen = s.now().UTC()
+	if s.now().Sub(s.saved) > time.Minute {
+		s.saveLocked() // last seen is a hint: a failed save loses nothing else
+	}
+	return *d, true
+}
+
+// Get returns the device with id.
+func (s *Store) Get(id string) (Device, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.devices[id]
+	if !ok {
+		return Device{}, false
+	}
+	return *d, true
+}
+
+// Revoke removes a device; its credential stops working at once.
+func (s *Store) Revoke(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.devices[id]
+	if !ok {
+		return fmt.Errorf("no device with id %s; see: collie devices", id)
+	}
+	delete(s.devices, id)
+	delete(s.byHash, d.CredHash)
+	if err := s.saveLocked(); err != nil {
+		s.devices[id], s.byHash[d.CredHash] = d, id
+		return err
+	}
+	return nil
+}
+
+// List returns the devices, oldest first.
+func (s *Store) List() []Device {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Device, 0, len(s.devices))
+	for _, d := range s.devices {
+		out = append(out, *d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PairedAt.Before(out[j].PairedAt) })
+	return out
+}
+
+func (s *Store) saveLocked() error {
+	f := storeFile{Version: 1, Devices: make([]*Device, 0, len(s.devices))}
+	for _, d := range s.devices {
+		f.Devices = append(f.Devices, d)
+	}
+	sort.Slice(f.Devices, func(i, j int) bool { return f.Devices[i].ID < f.Devices[j].ID })
+	data, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(s.path, data); err != nil {
+		return fmt.Errorf("save the devices file: %w", err)
+	}
+	s.saved = s.now()
+	return nil
+}
+
+func hashCred(cred string) string {
+	sum := sha256.Sum256([]byte(cred))
+	return hex.EncodeToString(sum[:])
+}
+
+// random returns n random bytes, base64url without padding.
+func random(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("read random bytes: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
