@@ -7,14 +7,28 @@ VERSION := $(shell awk -F'[()]' 'NR==1 { split($$2, v, "-"); print v[1] }' debia
 PKG     := github.com/collie-linux/collie
 LDFLAGS := -X $(PKG)/internal/version.version=$(VERSION)
 GO      ?= go
+# Where build puts the binaries, and extra flags for go build and the
+# linker (debian/rules sets them: -buildmode=pie, -B gobuildid).
+BIN          ?= bin
+GOBUILDFLAGS ?=
+GOLDFLAGS    ?=
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: all build run test cross deps lint fuzz bench man clean
+.PHONY: all build run test cross deps lint fuzz bench man deb version clean
 
 all: build
 
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/collie ./cmd/collie-agent
+	$(GO) build -trimpath $(GOBUILDFLAGS) -ldflags '$(LDFLAGS) $(GOLDFLAGS)' -o $(BIN)/ ./cmd/collie ./cmd/collie-agent
+
+# The version the binaries report (R14).
+version:
+	@echo $(VERSION)
+
+# The Debian package, bin/collie_<version>_<arch>.deb: see
+# packaging/build-deb.sh (modules fetched first, then an offline build).
+deb:
+	./packaging/build-deb.sh
 
 run: build
 	./bin/collie demo
@@ -51,7 +65,7 @@ bench:
 
 # Man pages: Markdown sources in man/, roff generated and checked in.
 MD2MAN := $(GO) run github.com/cpuguy83/go-md2man/v2@v2.0.7
-MANPAGES := man/collie.1 man/collie-agent.1 man/collie-durable.7
+MANPAGES := man/collie.1 man/collie-agent.1 man/collie.toml.5 man/collie-durable.7
 man: $(MANPAGES)
 man/%: man/%.md
 	$(MD2MAN) -in $< -out $@

@@ -1,0 +1,70 @@
+# bash completion for collie(1)                            -*- shell-script -*-
+
+_collie_agents()
+{
+    # Names of the attached agents, from sources.json; no daemon needed.
+    local f=${XDG_CONFIG_HOME:-$HOME/.config}/collie/sources.json
+    [[ -r $f ]] && sed -n 's/^ *"name": *"\([^"]*\)".*/\1/p' "$f"
+}
+
+_collie()
+{
+    local cur prev words cword
+    _init_completion || return
+
+    local checks="binary config sources durable-socket desk state-dir audit-log units linger journald daemon"
+    case $prev in
+        --socket | --ca-file)
+            _filedir
+            return
+            ;;
+        --check)
+            COMPREPLY=($(compgen -W "$checks" -- "$cur"))
+            return
+            ;;
+        --token-env)
+            COMPREPLY=($(compgen -v -- "$cur"))
+            return
+            ;;
+        --url)
+            return
+            ;;
+    esac
+
+    if ((cword == 1)); then
+        COMPREPLY=($(compgen -W "daemon demo doctor durable show version help" -- "$cur"))
+        return
+    fi
+
+    case ${words[1]} in
+        daemon)
+            COMPREPLY=($(compgen -W "--debug" -- "$cur"))
+            ;;
+        doctor)
+            COMPREPLY=($(compgen -W "--json --check" -- "$cur"))
+            ;;
+        show)
+            COMPREPLY=($(compgen -W "--json" -- "$cur"))
+            ;;
+        durable)
+            if ((cword == 2)); then
+                COMPREPLY=($(compgen -W "attach detach list" -- "$cur"))
+                return
+            fi
+            case ${words[2]} in
+                attach)
+                    COMPREPLY=($(compgen -W "--socket --url --token-env --ca-file" -- "$cur"))
+                    ;;
+                detach)
+                    COMPREPLY=($(compgen -W "$(_collie_agents)" -- "$cur"))
+                    ;;
+                list)
+                    COMPREPLY=($(compgen -W "--json" -- "$cur"))
+                    ;;
+            esac
+            ;;
+    esac
+} &&
+    complete -F _collie collie
+
+# ex: filetype=sh

@@ -1,0 +1,29 @@
+# fish completion for collie(1)
+
+function __collie_agents
+    set -l f (set -q XDG_CONFIG_HOME; and echo $XDG_CONFIG_HOME; or echo $HOME/.config)/collie/sources.json
+    test -r $f; and sed -n 's/^ *"name": *"\([^"]*\)".*/\1/p' $f
+end
+
+set -l commands daemon demo doctor durable show version help
+complete -c collie -f
+complete -c collie -n "not __fish_seen_subcommand_from $commands" -a daemon -d 'Run the bridge in the foreground'
+complete -c collie -n "not __fish_seen_subcommand_from $commands" -a demo -d 'Run the bridge with a demo agent'
+complete -c collie -n "not __fish_seen_subcommand_from $commands" -a doctor -d 'Check the installation'
+complete -c collie -n "not __fish_seen_subcommand_from $commands" -a durable -d 'Attach, detach or list durable agents'
+complete -c collie -n "not __fish_seen_subcommand_from $commands" -a show -d 'Show what the bridge holds'
+complete -c collie -n "not __fish_seen_subcommand_from $commands" -a version -d 'Print the version'
+complete -c collie -n "not __fish_seen_subcommand_from $commands" -a help -d 'Print the usage'
+
+complete -c collie -n '__fish_seen_subcommand_from daemon' -l debug -d 'Log debug lines too'
+complete -c collie -n '__fish_seen_subcommand_from doctor show list' -l json -d 'Print JSON'
+complete -c collie -n '__fish_seen_subcommand_from doctor' -l check -x -d 'Run only one check' \
+    -a 'binary config sources durable-socket desk state-dir audit-log units linger journald daemon'
+
+set -l durable_subs attach detach list
+complete -c collie -n "__fish_seen_subcommand_from durable; and not __fish_seen_subcommand_from $durable_subs" -a "$durable_subs"
+complete -c collie -n '__fish_seen_subcommand_from attach' -l socket -r -F -d "The agent's Unix socket"
+complete -c collie -n '__fish_seen_subcommand_from attach' -l url -x -d "The agent's HTTPS URL"
+complete -c collie -n '__fish_seen_subcommand_from attach' -l token-env -x -a '(set -n)' -d 'The variable that holds the token'
+complete -c collie -n '__fish_seen_subcommand_from attach' -l ca-file -r -F -d 'A PEM file of a private CA'
+complete -c collie -n '__fish_seen_subcommand_from detach' -a '(__collie_agents)' -d 'Attached agent'
