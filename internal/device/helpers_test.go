@@ -1,7 +1,11 @@
 package device
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -13,4 +17,17 @@ func mustOpen(t *testing.T, path string) *os.File {
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
+}
+
+// writePair writes cert's certificate and key as PEM files, the key 0600.
+func writePair(t *testing.T, dir string, cert tls.Certificate) (certFile, keyFile string) {
+	t.Helper()
+	certFile, keyFile = filepath.Join(dir, "own.pem"), filepath.Join(dir, "own.key")
+	keyDER, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}), 0o644)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600)
+	return certFile, keyFile
 }

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 )
 
@@ -14,8 +15,8 @@ import (
 type ListenConfig struct {
 	// Addr is host:port. Loopback by default; empty turns the device API off.
 	Addr string
-	// TLS is "auto" (plain HTTP on loopback, TLS beyond it) or "off"
-	// (refused beyond loopback).
+	// TLS is "auto" (plain HTTP on loopback, TLS beyond it), "on" (TLS on
+	// loopback too) or "off" (refused beyond loopback).
 	TLS string
 	// CertFile and KeyFile are the user's own certificate; without them a
 	// self-signed one is made in the state folder at first start.
@@ -43,13 +44,15 @@ func Listen(c ListenConfig, stateDir string) (*Listener, error) {
 	useTLS := c.CertFile != "" || !loopback
 	switch c.TLS {
 	case "", "auto":
+	case "on":
+		useTLS = true
 	case "off":
 		if !loopback {
 			return nil, fmt.Errorf("plain HTTP is refused on %s, which is reachable beyond this machine; remove tls = \"off\" from [devices] in config.toml (a self-signed certificate is made), or give tls_cert and tls_key", c.Addr)
 		}
 		useTLS = false
 	default:
-		return nil, fmt.Errorf("tls = %q in [devices] of config.toml is not known; use \"auto\" or \"off\"", c.TLS)
+		return nil, fmt.Errorf("tls = %q in [devices] of config.toml is not known; use \"auto\", \"on\" or \"off\"", c.TLS)
 	}
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		return nil, fmt.Errorf("give both tls_cert and tls_key in [devices] of config.toml, or neither")
@@ -58,7 +61,9 @@ func Listen(c ListenConfig, stateDir string) (*Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen for devices on %s: %w; choose another address with listen in [devices] of config.toml", c.Addr, err)
 	}
-	out := &Listener{Listener: l, URL: "http://" + c.Addr}
+	// The port the kernel gave, when the configuration said 0.
+	port = strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	out := &Listener{Listener: l, URL: "http://" + net.JoinHostPort(displayHost(host), port)}
 	if !useTLS {
 		return out, nil
 	}
