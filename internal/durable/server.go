@@ -1,10 +1,18 @@
 // Package durable is the agent side of the durable-agent protocol: it
-// listens where T5 says (socket activation or its own private socket) and
+// listens where T5 says (socket activation or its own private socket),
 // serves the agent's hello and snapshot with strong ETags, so a poll that
-// finds nothing new costs a 304 and no body.
+// finds nothing new costs a 304 and no body, and carries out the writes
+// (answer, send, abort, action, rename, close, reopen, starter) once per
+// request id, after the caller check of C2 on a local socket.
+//
+// The server is transport-agnostic: each listener is served with a
+// Transport that says how its callers are gated. A local Unix socket gets
+// the caller check; the token transport (HTTPS, K3) gets none, never offers
+// "always allow", and does not serve the local routes (ask, grants).
 package durable
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -17,8 +25,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
+	"github.com/collie-linux/collie/internal/callercheck"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -26,14 +37,34 @@ import (
 type Server struct {
 	log *slog.Logger
 
-	mu    sync.RWMutex
-	hello []byte
-	snap  []byte
-	etag  string
+	mu       sync.RWMutex
+	hello    []byte
+	snap     encoded // what a local listener shows
+	snapNoAA encoded // the same without "always allow" offers (K3)
+
+	// source, when set, builds the snapshot; dirty says it changed since
+	// it was last encoded. Encoding waits for the next read.
+	source  func() *wire.Snapshot
+	dirty   atomic.Bool
+	buildMu sync.Mutex
+
+	app     App
+	writeMu sync.Mutex // one write at a time: replay lookup, app, record
+	replay  *replayCache
+
+	checkOnce sync.Once
+	checker   CallerChecker
+	checkErr  error
+}
+
+type encoded struct {
+	body []byte
+	etag string
 }
 
 // NewServer returns a server that answers hello with h and serves an empty
-// snapshot until SetSnapshot is called.
+// snapshot until SetSnapshot is called or an App with a snapshot source is
+// attached.
 func NewServer(h wire.Hello, log *slog.Logger) (*Server, error) {
 	h.Protocol = wire.Version
 	hb, err := json.Marshal(h)
@@ -43,7 +74,7 @@ func NewServer(h wire.Hello, log *slog.Logger) (*Server, error) {
 	if len(hb) > wire.HelloCap {
 		return nil, fmt.Errorf("the hello reply is %d bytes; the cap is %d", len(hb), wire.HelloCap)
 	}
-	s := &Server{log: log, hello: hb}
+	s := &Server{log: log, hello: hb, replay: newReplayCache(replayEntries, replayAge)}
 	if err := s.SetSnapshot(&wire.Snapshot{Spaces: []wire.Space{}}); err != nil {
 		return nil, err
 	}
@@ -53,39 +84,202 @@ func NewServer(h wire.Hello, log *slog.Logger) (*Server, error) {
 // SetSnapshot replaces the state the agent shows. A snapshot over the cap is
 // refused and the previous one stays.
 func (s *Server) SetSnapshot(snap *wire.Snapshot) error {
-	b, err := json.Marshal(snap)
+	full, noAA, err := encodeSnapshot(snap)
 	if err != nil {
-		return fmt.Errorf("encode snapshot: %w", err)
+		return err
 	}
-	if len(b) > wire.SnapshotCap {
-		return fmt.Errorf("the snapshot is %d bytes; the cap is %d", len(b), wire.SnapshotCap)
-	}
-	sum := sha256.Sum256(b)
-	etag := `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`
 	s.mu.Lock()
-	s.snap, s.etag = b, etag
+	s.snap, s.snapNoAA = full, noAA
 	s.mu.Unlock()
 	return nil
 }
 
-// Handler returns the protocol's HTTP routes.
-func (s *Server) Handler() http.Handler {
+// encodeSnapshot encodes snap twice: as it is, and with every "always
+// allow" offer taken out, for the token transport (K3).
+func encodeSnapshot(snap *wire.Snapshot) (full, noAA encoded, err error) {
+	full, err = encodeOne(snap)
+	if err != nil {
+		return
+	}
+	if !offersAlways(snap) {
+		return full, full, nil
+	}
+	c := *snap
+	c.Spaces = make([]wire.Space, len(snap.Spaces))
+	for i, sp := range snap.Spaces {
+		sp.Tabs = append([]wire.Tab(nil), sp.Tabs...)
+		for j := range sp.Tabs {
+			tb := &sp.Tabs[j]
+			tb.Conversations = append([]wire.Conversation(nil), tb.Conversations...)
+			for k := range tb.Conversations {
+				cv := &tb.Conversations[k]
+				cv.Questions = append([]wire.Question(nil), cv.Questions...)
+				for l := range cv.Questions {
+					cv.Questions[l].AllowAlways, cv.Questions[l].AlwaysScope = false, nil
+				}
+			}
+		}
+		c.Spaces[i] = sp
+	}
+	noAA, err = encodeOne(&c)
+	return
+}
+
+func offersAlways(snap *wire.Snapshot) bool {
+	for _, sp := range snap.Spaces {
+		for _, tb := range sp.Tabs {
+			for _, cv := range tb.Conversations {
+				for _, q := range cv.Questions {
+					if q.AllowAlways || q.AlwaysScope != nil {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+func encodeOne(snap *wire.Snapshot) (encoded, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // '<' stays one byte: the cap counts bytes
+	if err := enc.Encode(snap); err != nil {
+		return encoded{}, fmt.Errorf("encode snapshot: %w", err)
+	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if len(b) > wire.SnapshotCap {
+		return encoded{}, fmt.Errorf("the snapshot is %d bytes; the cap is %d", len(b), wire.SnapshotCap)
+	}
+	sum := sha256.Sum256(b)
+	return encoded{body: b, etag: `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`}, nil
+}
+
+// SetApp attaches what carries out writes and asks. Without one, every
+// write is answered 501 unsupported. When app also implements
+// SnapshotSource, the snapshot is built from it whenever it reports a
+// change.
+func (s *Server) SetApp(app App) {
+	s.app = app
+	if src, ok := app.(SnapshotSource); ok {
+		s.mu.Lock()
+		s.source = src.Snapshot
+		s.mu.Unlock()
+		s.Changed()
+	}
+}
+
+// Changed tells the server that the snapshot source has something new.
+// The snapshot is encoded again at the next read.
+func (s *Server) Changed() { s.dirty.Store(true) }
+
+// current returns the encoded snapshot for t, building it first when the
+// source changed.
+func (s *Server) current(t Transport) encoded {
+	if s.dirty.Load() {
+		s.buildMu.Lock()
+		if s.dirty.Swap(false) {
+			s.mu.RLock()
+			src := s.source
+			s.mu.RUnlock()
+			if src != nil {
+				if err := s.SetSnapshot(src()); err != nil {
+					s.log.Error("the agent's state is over the snapshot cap; the device keeps the previous one", "err", err)
+				}
+			}
+		}
+		s.buildMu.Unlock()
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if t.Remote {
+		return s.snapNoAA
+	}
+	return s.snap
+}
+
+// CallerChecker is the caller check: callercheck.Checker, or a stand-in
+// in tests.
+type CallerChecker interface {
+	Check(c syscall.Conn) (callercheck.Caller, error)
+}
+
+// Transport says how the callers of one listener are gated.
+type Transport struct {
+	// Remote marks the token transport (HTTPS): the token is the only
+	// gate, so there is no caller check (K3); "always allow" is neither
+	// offered nor accepted; the local routes (ask, grants) are not served.
+	Remote bool
+	// Unchecked turns the caller check off on a local listener: the
+	// agent's explicit CallerCheck = "off" (C3). Any process of the user
+	// can then write.
+	Unchecked bool
+	// Check replaces the real caller check (tests). nil means
+	// callercheck.New(), made once per server.
+	Check CallerChecker
+}
+
+func (t Transport) checked() bool { return !t.Remote && !t.Unchecked }
+
+// Handler returns the protocol's routes as served on a local Unix socket
+// with the caller check on. The check needs the connection, which Serve
+// and ServeTransport put in each request's context; served any other way,
+// every write is refused.
+func (s *Server) Handler() http.Handler { return s.handler(Transport{}) }
+
+func (s *Server) handler(t Transport) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+wire.HelloPath, s.serveHello)
-	mux.HandleFunc("GET "+wire.SnapshotPath, s.serveSnapshot)
+	mux.HandleFunc("GET "+wire.SnapshotPath, func(w http.ResponseWriter, r *http.Request) { s.serveSnapshot(w, r, t) })
+	for _, p := range wire.WritePaths {
+		mux.Handle("POST "+p, s.writeHandler(t, p))
+	}
+	if !t.Remote {
+		mux.HandleFunc("POST "+wire.AskPath, s.serveAsk)
+		mux.HandleFunc("GET "+wire.GrantsPath, s.serveGrants)
+		mux.HandleFunc("POST "+wire.RevokePath, s.serveRevoke)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		wire.WriteError(w, http.StatusNotFound, wire.CodeNotFound,
+			fmt.Sprintf("this agent has no route %s %s; see collie-durable(7) for the routes of protocol %d", r.Method, clipPath(r.URL.Path), wire.Version))
+	})
 	return versioned(mux)
 }
 
-// Serve serves the protocol on l until ctx ends.
+func clipPath(p string) string {
+	if len(p) > 64 {
+		p = p[:64] + "…"
+	}
+	return strconv.QuoteToASCII(p)
+}
+
+type connKey struct{}
+
+// Serve serves the protocol on l, a local Unix socket with the caller
+// check on, until ctx ends.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	return s.ServeTransport(ctx, l, Transport{})
+}
+
+// ServeTransport serves the protocol on l, gated as t says, until ctx ends.
+// One server may serve several listeners at once.
+func (s *Server) ServeTransport(ctx context.Context, l net.Listener, t Transport) error {
+	if t.checked() && t.Check == nil {
+		if _, err := s.defaultChecker(); err != nil {
+			s.log.Warn("the caller check cannot work here; every write on this socket will be refused", "err", err)
+		}
+	}
 	srv := &http.Server{
-		Handler:           s.Handler(),
+		Handler:           s.handler(t),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
+		WriteTimeout:      30 * time.Second, // an ask extends its own
 		IdleTimeout:       60 * time.Second,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		},
 	}
 	done := make(chan struct{})
 	go func() {
@@ -103,31 +297,83 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	return fmt.Errorf("serve: %w", err)
 }
 
+func (s *Server) defaultChecker() (CallerChecker, error) {
+	s.checkOnce.Do(func() {
+		c, err := callercheck.New()
+		if err != nil {
+			s.checkErr = err
+			return
+		}
+		s.checker = c
+	})
+	return s.checker, s.checkErr
+}
+
+// checkCaller runs the caller check of t on the request's connection and
+// returns the refusal, if any.
+func (s *Server) checkCaller(r *http.Request, t Transport) *Error {
+	if !t.checked() {
+		return nil
+	}
+	chk := t.Check
+	if chk == nil {
+		var err error
+		if chk, err = s.defaultChecker(); err != nil {
+			return Refuse(http.StatusForbidden, wire.CodeCallerRefused, "%v", err)
+		}
+	}
+	conn, _ := r.Context().Value(connKey{}).(net.Conn)
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return Refuse(http.StatusForbidden, wire.CodeCallerRefused,
+			"the agent cannot tell who is calling on this connection, so it refuses the write; write through the agent's Unix socket from a paired device")
+	}
+	who, err := chk.Check(sc)
+	if err != nil {
+		s.log.Warn("write refused: caller check", "route", r.URL.Path, "caller_pid", who.PID, "caller_cgroup", who.Cgroup, "reason", err.Error())
+		return Refuse(http.StatusForbidden, wire.CodeCallerRefused, "%s", err.Error())
+	}
+	return nil
+}
+
 func (s *Server) serveHello(w http.ResponseWriter, r *http.Request) {
 	s.mu.RLock()
 	b := s.hello
 	s.mu.RUnlock()
-	writeJSON(w, b)
+	writeJSON(w, http.StatusOK, b)
 }
 
-func (s *Server) serveSnapshot(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	b, etag := s.snap, s.etag
-	s.mu.RUnlock()
-	w.Header().Set("ETag", etag)
-	if etagMatch(r.Header.Get("If-None-Match"), etag) {
+func (s *Server) serveSnapshot(w http.ResponseWriter, r *http.Request, t Transport) {
+	e := s.current(t)
+	w.Header().Set("ETag", e.etag)
+	if etagMatch(r.Header.Get("If-None-Match"), e.etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	writeJSON(w, b)
+	writeJSON(w, http.StatusOK, e.body)
 }
 
-func writeJSON(w http.ResponseWriter, b []byte) {
+func writeJSON(w http.ResponseWriter, status int, b []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
 	w.Write(b)
+}
+
+func writeValue(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeErr(w, fmt.Errorf("encode the reply: %w", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, b)
+}
+
+func writeErr(w http.ResponseWriter, err error) {
+	e := statusOf(err)
+	wire.WriteError(w, e.Status, e.Code, e.Message)
 }
 
 // etagMatch implements If-None-Match for strong tags: a list of tags, or *.

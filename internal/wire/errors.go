@@ -28,6 +28,7 @@ const (
 	CodeNothingRunning  = "nothing-running"     // 409: an abort found nothing to stop
 	CodeClosed          = "conversation-closed" // 409: reopen the conversation first
 	CodeUnsupported     = "unsupported"         // 501: this agent does not do that write
+	CodeAgentError      = "agent-error"         // 500: the agent failed; its log says why
 )
 
 // ErrorBody is the JSON body of every error reply.
