@@ -1,0 +1,636 @@
+package audit
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Content says how much the log keeps of what people wrote (A4).
+type Content int
+
+const (
+	// ContentFull keeps send previews, new names and reasons.
+	ContentFull Content = iota
+	// ContentNone (COLLIE_AUDIT_CONTENT=none) replaces every string in a
+	// line's details with "(masked)", but the ids: requestId, question,
+	// revision, turn, conversation, space, tab, actionId, starterId and
+	// result. The session, device, event and time stay too.
+	ContentNone
+)
+
+// ParseContent reads the value of COLLIE_AUDIT_CONTENT: "" or "full" for
+// ContentFull, "none" for ContentNone.
+func ParseContent(v string) (Content, error) {
+	switch v {
+	case "", "full":
+		return ContentFull, nil
+	case "none":
+		return ContentNone, nil
+	}
+	return ContentFull, fmt.Errorf("COLLIE_AUDIT_CONTENT is %q; set it to none to mask the text in the audit log, or unset it", v)
+}
+
+// Defaults of Options.
+const (
+	DefaultSyncWait    = 100 * time.Millisecond
+	DefaultMaxBytes    = 16 << 20
+	DefaultKeepRotated = 8
+	DefaultMaxAge      = 30 * 24 * time.Hour
+	DefaultMaxCount    = 20000
+)
+
+// Options configure Open. Only Dir is needed.
+type Options struct {
+	// Dir is the state folder (config.Paths.State). Open creates it with
+	// mode 0700 when it is missing.
+	Dir string
+	// Content is read once from COLLIE_AUDIT_CONTENT by the caller
+	// (ParseContent).
+	Content Content
+	// NoSync turns off fsync. By default each Record waits, at most
+	// SyncWait, for its line to reach the disk; concurrent Records share
+	// one fsync.
+	NoSync   bool
+	SyncWait time.Duration // DefaultSyncWait when 0
+	// MaxBytes is the size past which audit.log is rotated before the
+	// next line; KeepRotated how many rotated files are kept.
+	MaxBytes    int64 // DefaultMaxBytes when 0
+	KeepRotated int   // DefaultKeepRotated when 0
+	// Retention of receipts (A6).
+	Retention Retention
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Retention is how long receipts are kept: at most MaxAge, and only the
+// newest MaxCount. Both are enforced on every read; the file is pruned
+// at Open, once a day, and when it holds a tenth more than MaxCount.
+type Retention struct {
+	MaxAge   time.Duration // DefaultMaxAge when 0
+	MaxCount int           // DefaultMaxCount when 0
+}
+
+// Opened tells the caller what Open found, for one log line each.
+type Opened struct {
+	// Tightened lists files that group or others could read or write,
+	// which Open set to 0600 (A1).
+	Tightened []Tightened
+	// Torn is set when the log ended in a write cut short, probably by a
+	// crash. The log keeps it; the next line starts on a new line and
+	// chains to the last whole record (see Verify).
+	Torn bool
+	// Pruned counts receipts removed by the retention.
+	Pruned int
+	// BadReceipts counts lines of the receipts file that could not be
+	// read, which were dropped.
+	BadReceipts int
+}
+
+// Tightened is one file whose mode Open tightened to 0600.
+type Tightened struct {
+	Path string
+	Was  fs.FileMode
+}
+
+// ErrClosed is returned by Record after Close.
+var ErrClosed = errors.New("the audit log is closed")
+
+// Log is the audit log and the receipts of one state folder. Its methods
+// are safe for concurrent use.
+type Log struct {
+	opts Options
+	path string
+	mask bool
+
+	mu     sync.Mutex // orders appends; guards everything below up to sync state
+	lockF  *os.File   // audit.lock, whose flock orders appends across processes
+	f      *os.File   // audit.log, O_APPEND
+	size   int64      // f's size after our last write
+	head   string     // hash of the last record: the next line's prev
+	needNL bool       // f ends in a torn write: the next write starts with "\n"
+	buf    []byte
+	rc     *receipts
+	closed bool
+
+	// fmu keeps f and rc.f open while the syncer syncs them: rotation and
+	// compaction swap them under mu and fmu.
+	fmu sync.RWMutex
+
+	written atomic.Uint64 // lines written; a line's sequence number
+	smu     sync.Mutex    // sync state:
+	synced  uint64        // lines on disk
+	errFrom uint64        // lines errFrom+1..errTo were in a failed fsync
+	errTo   uint64
+	syncErr error
+	bgErr   error         // the pruner's last error, for the next Record
+	done    chan struct{} // closed after each fsync round
+	kick    chan struct{}
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// Open opens the log in opts.Dir, creating it, and readies receipts.
+func Open(opts Options) (*Log, Opened, error) {
+	var op Opened
+	if opts.Dir == "" {
+		return nil, op, errors.New("audit: no state folder given")
+	}
+	if opts.SyncWait <= 0 {
+		opts.SyncWait = DefaultSyncWait
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
+	if opts.KeepRotated <= 0 {
+		opts.KeepRotated = DefaultKeepRotated
+	}
+	if opts.Retention.MaxAge <= 0 {
+		opts.Retention.MaxAge = DefaultMaxAge
+	}
+	if opts.Retention.MaxCount <= 0 {
+		opts.Retention.MaxCount = DefaultMaxCount
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return nil, op, fmt.Errorf("create the state folder %s: %w; check that its parent is yours and writable", opts.Dir, err)
+	}
+	l := &Log{
+		opts: opts,
+		path: filepath.Join(opts.Dir, LogName),
+		mask: opts.Content == ContentNone,
+		head: GenesisPrev,
+		done: make(chan struct{}),
+		kick: make(chan struct{}, 1),
+		stop: make(chan struct{}),
+	}
+	var err error
+	if l.lockF, err = openPrivate(filepath.Join(opts.Dir, lockName), os.O_RDWR, &op); err != nil {
+		return nil, op, err
+	}
+	unlock, err := flock(l.lockF, true)
+	if err != nil {
+		l.lockF.Close()
+		return nil, op, fmt.Errorf("lock the audit log: %w", err)
+	}
+	err = l.open(&op)
+	unlock()
+	if err != nil {
+		l.lockF.Close()
+		if l.f != nil {
+			l.f.Close()
+		}
+		if l.rc != nil && l.rc.f != nil {
+			l.rc.f.Close()
+		}
+		return nil, op, err
+	}
+	l.wg.Add(2)
+	go l.syncer()
+	go l.pruner()
+	return l, op, nil
+}
+
+// open does Open's work under the flock.
+func (l *Log) open(op *Opened) error {
+	rotated, err := Files(l.opts.Dir)
+	if err != nil {
+		return err
+	}
+	for _, p := range rotated {
+		if p != l.path {
+			if err := tighten(p, op); err != nil {
+				return err
+			}
+		}
+	}
+	if l.f, err = openPrivate(l.path, os.O_WRONLY|os.O_APPEND, op); err != nil {
+		return err
+	}
+	if err := l.readHead(); err != nil {
+		return err
+	}
+	op.Torn = l.needNL
+	l.rc, err = openReceipts(filepath.Join(l.opts.Dir, ReceiptsName), l.opts.Retention, &l.fmu, op)
+	if err != nil {
+		return err
+	}
+	op.Pruned, err = l.rc.prune(l.opts.Now())
+	return err
+}
+
+// openPrivate opens (creating) a file of the log with mode 0600, never
+// through a symbolic link, tightening a more open mode (A1).
+func openPrivate(path string, flag int, op *Opened) (*os.File, error) {
+	if err := tighten(path, op); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, flag|os.O_CREATE|oNoFollow, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w; check that the state folder is yours and writable", path, err)
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = errors.New("it is not a regular file")
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open %s: %w; move it away so Collie can make its own", path, err)
+	}
+	return f, nil
+}
+
+// tighten sets an existing file to 0600 when group or others have any
+// permission on it, noting it in op. A symbolic link is refused.
+func tighten(path string, op *Opened) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("check %s: %w", path, err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("%s is a symbolic link; remove it so Collie writes the audit log itself", path)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		if err := os.Chmod(path, 0o600); err != nil {
+			return fmt.Errorf("tighten %s from %04o to 0600: %w; run chmod 600 %s", path, perm, err, path)
+		}
+		op.Tightened = append(op.Tightened, Tightened{path, perm})
+	}
+	return nil
+}
+
+// readHead finds where the chain goes on: the hash of the last whole
+// record of audit.log or, when it has none, of the newest rotated file
+// that has one; the genesis when there is none. It notes a torn end.
+// Without any record on disk the head stays as it is, so a log removed
+// while the daemon runs goes on from the last line written, and Verify
+// sees that lines are missing.
+func (l *Log) readHead() error {
+	fi, err := l.f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", l.path, err)
+	}
+	l.size = fi.Size()
+	data, err := os.ReadFile(l.path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", l.path, err)
+	}
+	if int64(len(data)) > l.size {
+		data = data[:l.size] // another process appended after the Stat; read it next time
+	}
+	l.needNL = len(data) > 0 && data[len(data)-1] != '\n'
+	if h, ok := lastRecord(data); ok {
+		l.head = h
+		return nil
+	}
+	paths, err := Files(l.opts.Dir)
+	if err != nil {
+		return err
+	}
+	for i := len(paths) - 1; i >= 0; i-- {
+		if paths[i] == l.path {
+			continue
+		}
+		data, err := os.ReadFile(paths[i])
+		if err != nil {
+			return fmt.Errorf("read %s: %w", paths[i], err)
+		}
+		if h, ok := lastRecord(data); ok {
+			l.head = h
+			return nil
+		}
+	}
+	return nil
+}
+
+// lastRecord is the hash of the last line of data that is a record; a
+// torn last line (one without a newline that is no record) is skipped,
+// as Verify skips it.
+func lastRecord(data []byte) (string, bool) {
+	for len(data) > 0 {
+		data = bytes.TrimSuffix(data, []byte{'\n'})
+		i := bytes.LastIndexByte(data, '\n')
+		line := data[i+1:]
+		if _, err := ParseLine(line); err == nil {
+			return hashLine(line), true
+		}
+		data = data[:i+1]
+	}
+	return "", false
+}
+
+// Record appends the line of one write from a device and, for the five
+// taps (answer, send, abort, action, starter.start), files its receipt,
+// which it returns (A6). It returns an error the caller should log and
+// otherwise go on: the log blocks nothing (A5). With fsync on, it waits
+// at most SyncWait for the line to reach the disk; a line still waiting
+// then is written, and reaches the disk with the next fsync.
+func (l *Log) Record(who Who, ev Event) (Receipt, error) {
+	if ev == nil {
+		return Receipt{}, errors.New("audit: Record needs an event")
+	}
+	if ev.tap() && ev.result().status == "" {
+		return Receipt{}, fmt.Errorf("audit: the %s event has no result; give audit.OK, audit.Refused(reason) or audit.Failed(reason)", ev.Name())
+	}
+	now := l.opts.Now()
+	rc, seq, err := l.append(now, who, ev)
+	if err != nil {
+		return rc, err
+	}
+	if !l.opts.NoSync {
+		if err := l.waitSync(seq); err != nil {
+			return rc, err
+		}
+	}
+	l.smu.Lock()
+	err, l.bgErr = l.bgErr, nil
+	l.smu.Unlock()
+	if err != nil {
+		return rc, fmt.Errorf("audit: the line is written; pruning receipts failed earlier: %w", err)
+	}
+	return rc, nil
+}
+
+func (l *Log) append(now time.Time, who Who, ev Event) (Receipt, uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return Receipt{}, 0, ErrClosed
+	}
+	unlock, err := flock(l.lockF, true)
+	if err != nil {
+		return Receipt{}, 0, fmt.Errorf("audit: lock the log: %w", err)
+	}
+	defer unlock()
+	if err := l.catchUp(); err != nil {
+		return Receipt{}, 0, err
+	}
+	line := encodeLine(l.buf[:0], now, who, ev, l.mask, l.head)
+	if l.size > 0 && l.size+int64(len(line))+1 > l.opts.MaxBytes {
+		if err := l.rotate(now); err != nil {
+			return Receipt{}, 0, err
+		}
+	}
+	out := line
+	if l.needNL {
+		out = append([]byte{'\n'}, line...)
+	}
+	out = append(out, '\n')
+	n, err := l.f.Write(out) // one write(2) for a whole line, O_APPEND
+	l.size += int64(n)
+	if n > 0 {
+		l.needNL = out[n-1] != '\n'
+	}
+	if err != nil {
+		return Receipt{}, 0, fmt.Errorf("audit: write %s: %w", l.path, err)
+	}
+	l.buf = line[:0]
+	hash := hashLine(line)
+	l.head = hash
+	seq := l.written.Add(1)
+	if !ev.tap() {
+		return Receipt{}, seq, nil
+	}
+	rc := Receipt{
+		ID:        hash,
+		Time:      now.UTC().Truncate(time.Millisecond),
+		Device:    cut(who.Device, idBytes),
+		Session:   cut(who.Session, idBytes),
+		Event:     ev.Name(),
+		RequestID: cut(ev.requestID(), idBytes),
+		Result:    ev.result().status,
+	}
+	if err := l.rc.catchUp(); err != nil {
+		return rc, seq, fmt.Errorf("audit: the line is written, but its receipt is not: %w", err)
+	}
+	if err := l.rc.add(rc, now); err != nil {
+		return rc, seq, fmt.Errorf("audit: the line is written, but its receipt is not: %w", err)
+	}
+	return rc, seq, nil
+}
+
+// catchUp notices, under the flock, what another process did since our
+// last append: it rotated or removed audit.log (reopen it), or appended
+// to it (read the new head).
+func (l *Log) catchUp() error {
+	fi, err := l.f.Stat()
+	if err != nil {
+		return fmt.Errorf("audit: stat %s: %w", l.path, err)
+	}
+	pi, err := os.Lstat(l.path)
+	switch {
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("audit: stat %s: %w", l.path, err)
+	case err != nil || !os.SameFile(fi, pi):
+		var op Opened
+		f, err := openPrivate(l.path, os.O_WRONLY|os.O_APPEND, &op)
+		if err != nil {
+			return fmt.Errorf("audit: %w", err)
+		}
+		l.fmu.Lock()
+		l.f.Close()
+		l.f = f
+		l.fmu.Unlock()
+		l.needNL = false
+		return l.readHead()
+	case fi.Size() != l.size:
+		return l.readHead()
+	}
+	return nil
+}
+
+// rotate renames audit.log to audit.log.<time> and starts a new one,
+// whose first line will chain to the old one's last record; it removes
+// rotated files past KeepRotated. Caller holds mu and the flock.
+func (l *Log) rotate(now time.Time) error {
+	if l.needNL {
+		if _, err := l.f.Write([]byte{'\n'}); err != nil {
+			return fmt.Errorf("audit: write %s: %w", l.path, err)
+		}
+		l.needNL = false
+	}
+	if !l.opts.NoSync {
+		if err := l.f.Sync(); err != nil {
+			return fmt.Errorf("audit: sync %s before rotating it: %w", l.path, err)
+		}
+	}
+	to := filepath.Join(l.opts.Dir, rotatedName(now))
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(to); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		to = fmt.Sprintf("%s-%d", filepath.Join(l.opts.Dir, rotatedName(now)), i)
+	}
+	if err := os.Rename(l.path, to); err != nil {
+		return fmt.Errorf("audit: rotate %s: %w", l.path, err)
+	}
+	var op Opened
+	f, err := openPrivate(l.path, os.O_WRONLY|os.O_APPEND, &op)
+	if err != nil {
+		return fmt.Errorf("audit: start a new log after rotating: %w", err)
+	}
+	l.fmu.Lock()
+	l.f.Close()
+	l.f = f
+	l.fmu.Unlock()
+	l.size = 0
+	syncDir(l.opts.Dir)
+	paths, err := Files(l.opts.Dir)
+	if err != nil {
+		return err
+	}
+	var old []string
+	for _, p := range paths {
+		if p != l.path {
+			old = append(old, p)
+		}
+	}
+	for len(old) > l.opts.KeepRotated {
+		if err := os.Remove(old[0]); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("audit: remove the oldest rotated log: %w", err)
+		}
+		old = old[1:]
+	}
+	return nil
+}
+
+// syncDir makes a rename or a new file in dir durable; best effort.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
+
+// Head is the hash of the last record written: the next line's prev.
+// Logging it elsewhere (the journal) anchors the chain (see Report.Head).
+func (l *Log) Head() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.head
+}
+
+// waitSync waits until line seq is on disk, or SyncWait passes.
+func (l *Log) waitSync(seq uint64) error {
+	select {
+	case l.kick <- struct{}{}:
+	default: // a round is asked for already; it starts after this line was written
+	}
+	timer := time.NewTimer(l.opts.SyncWait)
+	defer timer.Stop()
+	for {
+		l.smu.Lock()
+		if l.synced >= seq {
+			var err error
+			if seq > l.errFrom && seq <= l.errTo {
+				err = fmt.Errorf("audit: the line is written, but fsync failed: %w", l.syncErr)
+			}
+			l.smu.Unlock()
+			return err
+		}
+		done := l.done
+		l.smu.Unlock()
+		select {
+		case <-done:
+		case <-timer.C:
+			return nil // written; the next round puts it on disk
+		}
+	}
+}
+
+// syncer runs fsync rounds: each covers every line written before it
+// starts, so concurrent Records share one fsync (group commit).
+func (l *Log) syncer() {
+	defer l.wg.Done()
+	for {
+		select {
+		case <-l.kick:
+		case <-l.stop:
+			l.syncRound()
+			return
+		}
+		l.syncRound()
+	}
+}
+
+func (l *Log) syncRound() {
+	target := l.written.Load()
+	l.fmu.RLock()
+	err := l.f.Sync()
+	if l.rc != nil {
+		if rerr := l.rc.f.Sync(); err == nil {
+			err = rerr
+		}
+	}
+	l.fmu.RUnlock()
+	l.smu.Lock()
+	if err != nil {
+		l.errFrom, l.errTo, l.syncErr = l.synced, target, err
+	}
+	l.synced = max(l.synced, target)
+	close(l.done)
+	l.done = make(chan struct{})
+	l.smu.Unlock()
+}
+
+// pruneEvery is how often the pruner looks whether a day has passed
+// since the receipts were last pruned.
+const pruneEvery = time.Hour
+
+// pruner prunes receipts once a day, by the Log's clock.
+func (l *Log) pruner() {
+	defer l.wg.Done()
+	t := time.NewTicker(pruneEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			err := l.locked(func() error { return l.rc.maybePrune(l.opts.Now()) })
+			if err != nil && !errors.Is(err, ErrClosed) {
+				l.smu.Lock()
+				l.bgErr = err
+				l.smu.Unlock()
+			}
+		case <-l.stop:
+			return
+		}
+	}
+}
+
+// Close writes what is pending to the disk and closes the files.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	close(l.stop)
+	l.wg.Wait()
+	l.smu.Lock()
+	err := l.syncErr
+	if l.errTo <= l.errFrom {
+		err = nil
+	}
+	l.smu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range []*os.File{l.f, l.rc.f, l.lockF} {
+		if cerr := c.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}

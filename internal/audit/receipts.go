@@ -1,0 +1,322 @@
+package audit
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Receipt is what a device can fetch later to prove what it did (A6): one
+// of the five taps, without any typed text. ID is the hex SHA-256 of the
+// tap's line in audit.log, which is also the next line's "prev", so a
+// receipt points at exactly one line of the log.
+type Receipt struct {
+	ID        string    `json:"id"`
+	Time      time.Time `json:"time"`
+	Device    string    `json:"device"`
+	Session   string    `json:"session"`
+	Event     string    `json:"event"`
+	RequestID string    `json:"requestId"`
+	Result    string    `json:"result"` // "ok", "refused" or "failed"
+}
+
+// ErrNoReceipt is returned by Receipt when no receipt is kept for the
+// request: there was none, or the retention removed it.
+var ErrNoReceipt = errors.New("no receipt is kept for that request")
+
+// receiptLine is a receipt as a line of receipts.jsonl.
+type receiptLine struct {
+	ID        string `json:"id"`
+	Time      string `json:"time"`
+	Device    string `json:"device"`
+	Session   string `json:"session"`
+	Event     string `json:"event"`
+	RequestID string `json:"requestId"`
+	Result    string `json:"result"`
+}
+
+func encodeReceipt(b []byte, r Receipt) []byte {
+	e := encoder{b: append(b, '{')}
+	e.key("id")
+	e.b = appendString(e.b, r.ID)
+	e.key("time")
+	e.b = append(e.b, '"')
+	e.b = r.Time.UTC().AppendFormat(e.b, timeLayout)
+	e.b = append(e.b, '"')
+	for _, f := range [...][2]string{{"device", r.Device}, {"session", r.Session}, {"event", r.Event}, {"requestId", r.RequestID}, {"result", r.Result}} {
+		e.key(f[0])
+		e.b = appendString(e.b, f[1])
+	}
+	return append(e.b, '}', '\n')
+}
+
+func parseReceipt(line []byte) (Receipt, error) {
+	var rl receiptLine
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rl); err != nil {
+		return Receipt{}, err
+	}
+	t, err := time.Parse(timeLayout, rl.Time)
+	if err != nil {
+		return Receipt{}, err
+	}
+	if !isHash(rl.ID) {
+		return Receipt{}, errors.New("the id is not a hex SHA-256")
+	}
+	return Receipt{ID: rl.ID, Time: t, Device: rl.Device, Session: rl.Session, Event: rl.Event, RequestID: rl.RequestID, Result: rl.Result}, nil
+}
+
+// receipts is receipts.jsonl: one receipt a line, oldest first, appended
+// as taps happen and rewritten whole when the retention removes some.
+// Its methods run under the Log's mu and flock.
+type receipts struct {
+	path      string
+	f         *os.File
+	fmu       *sync.RWMutex // the Log's: held to swap f
+	size      int64         // f's size after our last write
+	needNL    bool
+	list      []Receipt // kept, oldest first
+	lines     int       // lines in the file, list and those the retention removed
+	ret       Retention
+	lastPrune time.Time
+}
+
+func openReceipts(path string, ret Retention, fmu *sync.RWMutex, op *Opened) (*receipts, error) {
+	f, err := openPrivate(path, os.O_RDWR|os.O_APPEND, op)
+	if err != nil {
+		return nil, err
+	}
+	rc := &receipts{path: path, f: f, fmu: fmu, ret: ret}
+	bad, err := rc.load()
+	op.BadReceipts = bad
+	if err != nil {
+		f.Close()
+		rc.f = nil
+	}
+	return rc, err
+}
+
+// load reads the whole file; it counts and drops lines it cannot read.
+func (rc *receipts) load() (bad int, err error) {
+	fi, err := rc.f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("stat %s: %w", rc.path, err)
+	}
+	data := make([]byte, fi.Size())
+	if _, err := rc.f.ReadAt(data, 0); err != nil {
+		return 0, fmt.Errorf("read %s: %w", rc.path, err)
+	}
+	rc.size = fi.Size()
+	rc.needNL = len(data) > 0 && data[len(data)-1] != '\n'
+	rc.list, rc.lines = rc.list[:0], 0
+	for _, line := range splitLines(data) {
+		rc.lines++
+		r, err := parseReceipt(line)
+		if err != nil {
+			bad++
+			continue
+		}
+		rc.list = append(rc.list, r)
+	}
+	return bad, nil
+}
+
+// catchUp reloads the file when another process changed it.
+func (rc *receipts) catchUp() error {
+	fi, err := rc.f.Stat()
+	if err != nil {
+		return fmt.Errorf("audit: stat %s: %w", rc.path, err)
+	}
+	pi, err := os.Lstat(rc.path)
+	switch {
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("audit: stat %s: %w", rc.path, err)
+	case err != nil || !os.SameFile(fi, pi):
+		var op Opened
+		f, err := openPrivate(rc.path, os.O_RDWR|os.O_APPEND, &op)
+		if err != nil {
+			return fmt.Errorf("audit: %w", err)
+		}
+		rc.swap(f)
+	case fi.Size() == rc.size:
+		return nil
+	}
+	_, err = rc.load()
+	return err
+}
+
+func (rc *receipts) swap(f *os.File) {
+	rc.fmu.Lock()
+	rc.f.Close()
+	rc.f = f
+	rc.fmu.Unlock()
+}
+
+// add appends r, then applies the retention in memory and, when due, to
+// the file.
+func (rc *receipts) add(r Receipt, now time.Time) error {
+	b := make([]byte, 0, 256)
+	if rc.needNL {
+		b = append(b, '\n')
+	}
+	b = encodeReceipt(b, r)
+	n, err := rc.f.Write(b)
+	rc.size += int64(n)
+	if n > 0 {
+		rc.needNL = b[n-1] != '\n'
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", rc.path, err)
+	}
+	rc.list = append(rc.list, r)
+	rc.lines++
+	return rc.maybePrune(now)
+}
+
+// expire drops, in memory, receipts past the retention: older than
+// MaxAge, or beyond the newest MaxCount.
+func (rc *receipts) expire(now time.Time) {
+	cutoff := now.Add(-rc.ret.MaxAge)
+	drop := 0
+	for drop < len(rc.list) && rc.list[drop].Time.Before(cutoff) {
+		drop++
+	}
+	drop = max(drop, len(rc.list)-rc.ret.MaxCount)
+	if drop > 0 {
+		rc.list = append(rc.list[:0], rc.list[drop:]...)
+	}
+}
+
+// maybePrune prunes the file once a day, or sooner when it holds a tenth
+// more lines than the receipts kept.
+func (rc *receipts) maybePrune(now time.Time) error {
+	rc.expire(now)
+	if now.Sub(rc.lastPrune) < 24*time.Hour && rc.lines-len(rc.list) <= rc.ret.MaxCount/10 {
+		return nil
+	}
+	_, err := rc.prune(now)
+	return err
+}
+
+// prune applies the retention and, when the file holds receipts it no
+// longer keeps (or unreadable lines), rewrites it with only the kept
+// ones: a new file in the same folder, synced, renamed over the old one.
+// It returns how many lines it removed.
+func (rc *receipts) prune(now time.Time) (int, error) {
+	rc.expire(now)
+	rc.lastPrune = now
+	removed := rc.lines - len(rc.list)
+	if removed == 0 && !rc.needNL {
+		return 0, nil
+	}
+	var b []byte
+	for _, r := range rc.list {
+		b = encodeReceipt(b, r)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(rc.path), ".receipts-*")
+	if err != nil {
+		return 0, fmt.Errorf("prune receipts: %w", err)
+	}
+	_, err = tmp.Write(b)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), rc.path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return 0, fmt.Errorf("prune receipts: %w", err)
+	}
+	syncDir(filepath.Dir(rc.path))
+	var op Opened
+	f, err := openPrivate(rc.path, os.O_RDWR|os.O_APPEND, &op)
+	if err != nil {
+		return 0, fmt.Errorf("prune receipts: %w", err)
+	}
+	rc.swap(f)
+	rc.size, rc.lines, rc.needNL = int64(len(b)), len(rc.list), false
+	return removed, nil
+}
+
+// Receipt is the newest receipt of device's request requestID (A6).
+// Lookups are per device: another device's request ids never shadow
+// this one's. It returns ErrNoReceipt when none is kept.
+func (l *Log) Receipt(device, requestID string) (Receipt, error) {
+	var out Receipt
+	err := l.readReceipts(func(list []Receipt) {
+		for i := len(list) - 1; i >= 0; i-- {
+			if r := list[i]; r.Device == device && r.RequestID == requestID {
+				out = r
+				return
+			}
+		}
+	})
+	if err == nil && out.ID == "" {
+		err = ErrNoReceipt
+	}
+	return out, err
+}
+
+// Receipts lists device's receipts from since on, oldest first; every
+// device's when device is "".
+func (l *Log) Receipts(device string, since time.Time) ([]Receipt, error) {
+	var out []Receipt
+	err := l.readReceipts(func(list []Receipt) {
+		for _, r := range list {
+			if (device == "" || r.Device == device) && !r.Time.Before(since) {
+				out = append(out, r)
+			}
+		}
+	})
+	return out, err
+}
+
+// Prune applies the receipts' retention now and returns how many it
+// removed. Open and a daily timer do this already.
+func (l *Log) Prune() (int, error) {
+	var n int
+	err := l.locked(func() error {
+		var err error
+		n, err = l.rc.prune(l.opts.Now())
+		return err
+	})
+	return n, err
+}
+
+func (l *Log) readReceipts(fn func([]Receipt)) error {
+	return l.locked(func() error {
+		l.rc.expire(l.opts.Now())
+		fn(l.rc.list)
+		return nil
+	})
+}
+
+// locked runs fn under mu and the flock, after catching up with what
+// another process wrote to the receipts.
+func (l *Log) locked(fn func() error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	unlock, err := flock(l.lockF, true)
+	if err != nil {
+		return fmt.Errorf("audit: lock the log: %w", err)
+	}
+	defer unlock()
+	if err := l.rc.catchUp(); err != nil {
+		return err
+	}
+	return fn()
+}
