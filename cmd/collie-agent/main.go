@@ -1,6 +1,8 @@
 // Command collie-agent is Collie's reference durable agent: it serves a
 // conversation and questions over a private Unix socket, started by systemd
-// socket activation (collie-agent@NAME.socket) or on its own.
+// socket activation (collie-agent@NAME.socket) or on its own. Local
+// programs ask questions through it (collie-agent ask, collie ask), and its
+// belt buttons and starters run fixed commands from its config.
 package main
 
 import (
@@ -16,8 +18,11 @@ import (
 	"regexp"
 	"syscall"
 
+	"github.com/collie-linux/collie/internal/ask"
+	"github.com/collie-linux/collie/internal/callercheck"
 	"github.com/collie-linux/collie/internal/durable"
 	"github.com/collie-linux/collie/internal/journal"
+	"github.com/collie-linux/collie/internal/runcmd"
 	"github.com/collie-linux/collie/internal/version"
 	"github.com/collie-linux/collie/internal/wire"
 )
@@ -30,12 +35,28 @@ func main() {
 var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		e := ask.Env{Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Getenv: os.Getenv}
+		switch args[0] {
+		case "ask":
+			e.Prog = "collie-agent ask"
+			return ask.Main(context.Background(), args[1:], e)
+		case "grants":
+			e.Prog = "collie-agent grants"
+			return ask.Grants(context.Background(), args[1:], e)
+		}
+	}
 	fs := flag.NewFlagSet("collie-agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	name := fs.String("name", "demo", "the agent's `name` (the instance of collie-agent@NAME)")
 	socket := fs.String("socket", "", "the socket `path` when not socket-activated (default $XDG_RUNTIME_DIR/desk/NAME.sock)")
 	cfgPath := fs.String("config", "", "the config `file` (default $XDG_CONFIG_HOME/collie-agent/NAME.toml)")
+	check := fs.Bool("check-config", false, "check the config file and exit")
 	showVersion := fs.Bool("version", false, "print the version and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: collie-agent [--name NAME] [--socket PATH] [--config FILE] [--check-config]\n       collie-agent ask KIND [OPTIONS] TITLE   (see collie-agent ask --help)\n       collie-agent grants [--agent NAME] [--revoke ID | --revoke-all]\n\n")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -51,8 +72,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "collie-agent: the name %q is not valid; use 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit\n", *name)
 		return 2
 	}
+	path := configPath(*cfgPath, *name, os.Getenv)
+	if *check {
+		if _, err := loadConfig(path, *name); err != nil {
+			fmt.Fprintln(stderr, "collie-agent:", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "%s is valid\n", path)
+		return 0
+	}
 	log := journal.NewLogger("collie-agent", stderr, slog.LevelInfo).With("agent", *name)
-	if err := serve(*name, *socket, *cfgPath, log); err != nil {
+	if err := serve(*name, *socket, path, log); err != nil {
 		log.Error("collie-agent stopped", "err", err)
 		fmt.Fprintln(stderr, "collie-agent:", err)
 		return 1
@@ -60,17 +90,43 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func serve(name, socket, cfgPath string, log *slog.Logger) error {
-	if cfgPath == "" {
-		dir := os.Getenv("XDG_CONFIG_HOME")
-		if dir == "" {
-			dir = filepath.Join(os.Getenv("HOME"), ".config")
-		}
-		cfgPath = filepath.Join(dir, "collie-agent", name+".toml")
+// configPath is --config, or $XDG_CONFIG_HOME/collie-agent/NAME.toml.
+func configPath(flagValue, name string, getenv func(string) string) string {
+	if flagValue != "" {
+		return flagValue
 	}
+	dir := getenv("XDG_CONFIG_HOME")
+	if dir == "" {
+		dir = filepath.Join(getenv("HOME"), ".config")
+	}
+	return filepath.Join(dir, "collie-agent", name+".toml")
+}
+
+// statePath is where the agent keeps its always-allow grants:
+// $XDG_STATE_HOME/collie-agent/NAME/grants.json.
+func statePath(name string, getenv func(string) string) string {
+	dir := getenv("XDG_STATE_HOME")
+	if dir == "" {
+		dir = filepath.Join(getenv("HOME"), ".local", "state")
+	}
+	return filepath.Join(dir, "collie-agent", name, "grants.json")
+}
+
+func serve(name, socket, cfgPath string, log *slog.Logger) error {
 	cfg, err := loadConfig(cfgPath, name)
 	if err != nil {
 		return err
+	}
+	// C3: on by default; where it cannot work the agent does not start
+	// unless the config turns it off explicitly.
+	transport := durable.Transport{Unchecked: cfg.CallerCheck == "off"}
+	var checker *callercheck.Checker
+	if !transport.Unchecked {
+		checker, err = callercheck.New()
+		if err != nil {
+			return err
+		}
+		transport.Check = checker
 	}
 	if socket == "" {
 		run := os.Getenv("XDG_RUNTIME_DIR")
@@ -84,37 +140,82 @@ func serve(name, socket, cfgPath string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	defer l.Close()
 	srv, err := durable.NewServer(wire.Hello{Agent: name, Software: "collie-agent " + version.String()}, log)
 	if err != nil {
 		return err
 	}
-	if err := srv.SetSnapshot(demoSnapshot(name, cfg)); err != nil {
+	home, _ := os.UserHomeDir()
+	a := &agent{name: name, socket: l.Addr().String(), home: home, getenv: os.Getenv, log: log, runs: map[*runcmd.Run]runInfo{}}
+	board, err := durable.NewBoard(srv, durable.BoardOptions{
+		Space:       wire.Space{ID: "main", Title: name},
+		Tab:         wire.Space{ID: "main", Title: "Main"},
+		Main:        struct{ ID, Title string }{"main", cfg.Title},
+		AllowAlways: cfg.Always.Enabled, AlwaysFor: cfg.Always.duration,
+		Grants: durable.FileGrants(statePath(name, os.Getenv)),
+		Hooks:  a.hooks(),
+		Log:    log,
+	})
+	if err != nil {
 		return err
 	}
-	log.Info("collie-agent serving", "socket", l.Addr().String(), "activated", activated, "listen_fds", listenFDs, "config", cfgPath)
+	defer board.Stop()
+	a.board = board
+	if err := a.apply(cfg); err != nil {
+		return err
+	}
+	board.AppendItem("main", wire.Item{Kind: wire.KindText, Role: "agent",
+		Text: "collie-agent " + name + " is running. Answer its questions from a paired device."})
+	if q := cfg.Question; q != nil {
+		if _, err := board.Pose("main", wire.AskRequest{Kind: wire.AskYesNo, Title: q.Title, Rationale: q.Rationale, ToolCall: name + "-1"}); err != nil {
+			return fmt.Errorf("%s: the question: %w", cfgPath, err)
+		}
+	}
+	checkDesc := describeCheck(cfg, "", false)
+	if checker != nil {
+		checkDesc = describeCheck(cfg, checker.Cgroup(), checker.PeerPidfd())
+		if checker.Cgroup() == "" {
+			log.Warn("the caller check refuses every write: the agent runs in a root cgroup, where it cannot tell the tools it started from other processes; run it as collie-agent@NAME.service, or set CallerCheck = \"off\" in the config")
+		}
+	} else {
+		log.Warn("the caller check is off (CallerCheck = \"off\"): any process of this user, the agent's own commands included, can answer its questions (C1, C3)")
+	}
+	log.Info("collie-agent serving", "socket", l.Addr().String(), "activated", activated, "listen_fds", listenFDs,
+		"config", cfgPath, "caller_check", checkDesc, "belt", len(cfg.Belt), "starters", len(cfg.Starters), "always_allow", cfg.Always.Enabled)
+
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return srv.Serve(ctx, l)
+	go a.reloadOnHUP(ctx, cfgPath, cfg)
+	err = srv.ServeTransport(ctx, l, transport)
+	a.stopAll()
+	return err
 }
 
-// demoSnapshot is the state the agent shows: one conversation with a
-// greeting and the configured yes/no question.
-func demoSnapshot(name string, cfg Config) *wire.Snapshot {
-	return &wire.Snapshot{Spaces: []wire.Space{{
-		ID: "main", Title: name,
-		Tabs: []wire.Tab{{
-			ID: "main", Title: "Main",
-			Conversations: []wire.Conversation{{
-				ID: "main", Title: cfg.Title,
-				Items: []wire.Item{{
-					ID: "welcome", Kind: wire.KindText, Role: "agent",
-					Text: "collie-agent " + name + " is running. Answer its question from a paired device.",
-				}},
-				Questions: []wire.Question{{
-					ID: "q1", Kind: wire.AskYesNo, Revision: 1, ToolCall: "demo-1",
-					Title: cfg.Question.Title, Rationale: cfg.Question.Rationale,
-				}},
-			}},
-		}},
-	}}}
+// reloadOnHUP reads the config again on SIGHUP. A config that fails its
+// checks is refused whole, with the reason in the log, and the agent keeps
+// serving with the one it has: nothing is half applied.
+func (a *agent) reloadOnHUP(ctx context.Context, path string, current Config) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		cfg, err := loadConfig(path, a.name)
+		if err != nil {
+			a.log.Error("the changed config is refused; the agent keeps serving with the previous one", "err", err)
+			continue
+		}
+		if cfg.CallerCheck != current.CallerCheck || cfg.Always != current.Always {
+			a.log.Warn("CallerCheck and [always] take effect when the agent starts again; restart it to apply them")
+		}
+		if err := a.apply(cfg); err != nil {
+			a.log.Error("the changed config is refused; the agent keeps serving with the previous one", "err", err)
+			continue
+		}
+		a.log.Info("config reloaded", "config", path, "belt", len(cfg.Belt), "starters", len(cfg.Starters))
+	}
 }

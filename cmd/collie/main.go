@@ -46,6 +46,7 @@ Commands:
   durable detach NAME                  detach an agent
   durable list [--json]                list attached agents: reachable, or exactly why not
   show [--json]                        show what the bridge holds: conversations, items, open questions
+  ask KIND [OPTIONS] TITLE             ask the user through a durable agent and wait for the answer (collie ask --help)
   pair [--json] [--no-qr]              pair a phone or browser: a single-use URL, QR code and check code
   devices [--json]                     list paired devices
   devices revoke ID                    cut a device off at once
@@ -87,6 +88,8 @@ func dispatch(ctx context.Context, e *env, args []string) error {
 		return cmdPair(ctx, e, rest)
 	case "devices":
 		return cmdDevices(ctx, e, rest)
+	case "ask":
+		return cmdAsk(ctx, e, rest)
 	case "show":
 		return cmdShow(ctx, e, rest)
 	case "version", "--version", "-version":

@@ -73,7 +73,7 @@ type Board struct {
 	byID     map[string]*conv
 	belt     []wire.Button
 	starters []wire.Starter
-	seq      int64
+	seq      map[string]int64
 	text     int // bytes of text held, see textBudget
 
 	questions map[string]*question // by conversation + "\x00" + question id
@@ -117,6 +117,7 @@ func NewBoard(srv *Server, o BoardOptions) (*Board, error) {
 		space:     wire.Space{ID: o.Space.ID, Title: o.Space.Title},
 		tab:       wire.Tab{ID: o.Tab.ID, Title: o.Tab.Title},
 		byID:      map[string]*conv{},
+		seq:       map[string]int64{},
 		questions: map[string]*question{},
 		byRequest: map[string]*question{},
 		byKey:     map[string]*question{},
@@ -152,9 +153,10 @@ func (b *Board) Stop() {
 // changed must be called with b.mu held after every change.
 func (b *Board) changed() { b.srv.Changed() }
 
+// nextID returns prefix and the next number for it: q1, q2, … and i1, …
 func (b *Board) nextID(prefix string) string {
-	b.seq++
-	return prefix + strconv.FormatInt(b.seq, 10)
+	b.seq[prefix]++
+	return prefix + strconv.FormatInt(b.seq[prefix], 10)
 }
 
 // Snapshot implements SnapshotSource.

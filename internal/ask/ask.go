@@ -1,0 +1,299 @@
+// Package ask is `collie ask` (also `collie-agent ask`): a local program
+// asks the user a question through a durable agent and waits for a
+// human's tap (D1, D6). Asking is open to every local program of the user,
+// the agent's own commands included; answering is not (C2). The package
+// also holds the Claude Code PreToolUse hook adapter and the `grants`
+// command for "always allow".
+//
+// The question goes to the agent's socket as POST /v1/ask, which is not a
+// write in C2's sense: it waits for a human and changes nothing the human
+// decided. See collie-durable(7).
+package ask
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/collie-linux/collie/internal/wire"
+)
+
+// Exit codes of `collie ask`, for scripts to branch on.
+const (
+	ExitYes       = 0 // answered: "yes", or any answer to a choice, line or form
+	ExitNo        = 1 // answered "no"
+	ExitUsage     = 2 // a mistake on the command line
+	ExitTimedOut  = 3 // no answer before --timeout: denied by default
+	ExitWithdrawn = 4 // withdrawn from a device, or its conversation closed
+	ExitError     = 5 // could not ask: the agent unreachable, or it refused
+)
+
+// Usage is the help text; prog is "collie ask" or "collie-agent ask".
+func usage(prog string) string {
+	return fmt.Sprintf(`Usage: %[1]s KIND [OPTIONS] [TITLE]
+       %[1]s --hook claude [--agent NAME | --socket PATH] [--timeout DURATION]
+
+Ask the user a question on their paired device and wait for the answer.
+
+Kinds (exactly one):
+  --yes-no                  a yes/no question
+  --choice LABEL            one option of a single-choice question (repeat, 2 to 32)
+  --line                    one line of text
+  --form ID=LABEL           one field of a short form (repeat, 1 to 32)
+
+Options:
+  --title TEXT              the question (or give it as the last argument)
+  --rationale TEXT          why it is asked (up to 2048 bytes)
+  --tool-call KEY           asking again with the same KEY returns the first decision (D9)
+  --tool NAME               the tool the question gates, for "always allow"
+  --command CMD             the tool's command, for "always allow"
+  --timeout DURATION        deny by default after DURATION (such as 30s, 10m); default: wait
+  --json                    print the decision as JSON
+  --agent NAME              ask through collie-agent@NAME (default: $COLLIE_AGENT, or the only agent)
+  --socket PATH             ask through the agent listening at PATH
+  --hook claude             read Claude Code's PreToolUse JSON on stdin, print its decision JSON
+
+Exit status: 0 yes (or answered), 1 no, 2 usage, 3 timed out (denied),
+4 withdrawn, 5 could not ask. See collie-agent(1).
+`, prog)
+}
+
+type multi []string
+
+func (m *multi) String() string     { return strings.Join(*m, ",") }
+func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
+
+// Main runs the ask command with args and returns its exit status.
+func Main(ctx context.Context, args []string, e Env) int {
+	fs := flag.NewFlagSet(e.Prog, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var (
+		yesNo, line, asJSON                                     bool
+		choices, fields                                         multi
+		title, rationale, key, tool, command, socket, agent, hk string
+		timeout                                                 time.Duration
+	)
+	fs.BoolVar(&yesNo, "yes-no", false, "")
+	fs.BoolVar(&line, "line", false, "")
+	fs.Var(&choices, "choice", "")
+	fs.Var(&fields, "form", "")
+	fs.StringVar(&title, "title", "", "")
+	fs.StringVar(&rationale, "rationale", "", "")
+	fs.StringVar(&key, "tool-call", "", "")
+	fs.StringVar(&tool, "tool", "", "")
+	fs.StringVar(&command, "command", "", "")
+	fs.DurationVar(&timeout, "timeout", 0, "")
+	fs.BoolVar(&asJSON, "json", false, "")
+	fs.StringVar(&socket, "socket", "", "")
+	fs.StringVar(&agent, "agent", "", "")
+	fs.StringVar(&hk, "hook", "", "")
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(e.Stderr, "%s: %s; see %s --help\n", e.Prog, fmt.Sprintf(format, a...), e.Prog)
+		return ExitUsage
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(e.Stdout, usage(e.Prog))
+			return 0
+		}
+		return usageErr("%v", err)
+	}
+	if timeout < 0 {
+		return usageErr("--timeout must not be negative")
+	}
+	path, err := findSocket(socket, agent, e.Getenv)
+	if err != nil && hk == "" {
+		fmt.Fprintf(e.Stderr, "%s: %v\n", e.Prog, err)
+		return ExitError
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if hk != "" {
+		if hk != "claude" {
+			return usageErr("--hook %q is not known; the adapter there is: --hook claude", hk)
+		}
+		if yesNo || line || len(choices) > 0 || len(fields) > 0 || title != "" || fs.NArg() > 0 {
+			return usageErr("--hook claude takes the question from stdin; give no kind or title")
+		}
+		if timeout == 0 {
+			timeout = DefaultHookTimeout
+		}
+		return hookClaude(ctx, e, path, err, timeout)
+	}
+
+	switch rest := fs.Args(); {
+	case len(rest) == 1 && title == "":
+		title = rest[0]
+	case len(rest) > 0:
+		return usageErr("unexpected argument %q; give the title once, with --title or as the last argument", rest[0])
+	}
+	if title == "" {
+		return usageErr("the question has no title; give --title TEXT")
+	}
+	r := wire.AskRequest{RequestID: newID("ask"), Title: title, Rationale: rationale, ToolCall: key, TimeoutSeconds: int64(timeout.Round(time.Second) / time.Second)}
+	if timeout > 0 && r.TimeoutSeconds == 0 {
+		r.TimeoutSeconds = 1
+	}
+	kinds := 0
+	if yesNo {
+		kinds++
+		r.Kind = wire.AskYesNo
+	}
+	if line {
+		kinds++
+		r.Kind = wire.AskLine
+	}
+	if len(choices) > 0 {
+		kinds++
+		r.Kind = wire.AskChoice
+		for i, c := range choices {
+			r.Options = append(r.Options, wire.Option{ID: fmt.Sprintf("c%d", i+1), Label: c})
+		}
+	}
+	if len(fields) > 0 {
+		kinds++
+		r.Kind = wire.AskForm
+		for _, f := range fields {
+			id, label, ok := strings.Cut(f, "=")
+			if !ok || id == "" {
+				return usageErr("--form %q is not ID=LABEL", f)
+			}
+			r.Fields = append(r.Fields, wire.Field{ID: id, Label: label})
+		}
+	}
+	if kinds != 1 {
+		return usageErr("give exactly one kind: --yes-no, --choice (repeated), --line or --form (repeated)")
+	}
+	if command != "" && tool == "" {
+		return usageErr("--command needs --tool NAME")
+	}
+	if tool != "" {
+		r.Tool = &wire.ToolRef{Name: tool, Command: command}
+	}
+	if err := r.Validate(); err != nil {
+		return usageErr("%v", err)
+	}
+	rep, err := ask(ctx, path, r, timeout)
+	if err != nil {
+		fmt.Fprintf(e.Stderr, "%s: %s\n", e.Prog, describeErr(err))
+		return ExitError
+	}
+	return report(e, r, rep, asJSON, timeout)
+}
+
+// ask sends r and waits; the client gives the agent ten seconds past the
+// timeout to say so itself before it denies on its own.
+func ask(ctx context.Context, path string, r wire.AskRequest, timeout time.Duration) (wire.AskReply, error) {
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout + 10*time.Second)
+	}
+	return newClient(path).wait(ctx, r, deadline)
+}
+
+func describeErr(err error) string {
+	var ae *agentError
+	switch {
+	case errors.As(err, &ae):
+		return "the agent refused the question: " + ae.Message
+	case errors.Is(err, context.Canceled):
+		return "stopped before an answer came"
+	}
+	var ue errUnreachable
+	if errors.As(err, &ue) {
+		return "cannot reach the agent: " + ue.Error()
+	}
+	return err.Error()
+}
+
+// Result is the --json output.
+type Result struct {
+	Status    string            `json:"status"` // answered, timed-out, withdrawn
+	Question  string            `json:"question"`
+	Answer    *string           `json:"answer"` // yes/no, the chosen label, the line; null otherwise
+	OptionIDs []string          `json:"optionIds,omitempty"`
+	Values    map[string]string `json:"values,omitempty"`
+	Reason    string            `json:"reason,omitempty"`
+	Always    bool              `json:"always,omitempty"`
+	Grant     string            `json:"grant,omitempty"`
+	Existing  bool              `json:"existing,omitempty"`
+	Exit      int               `json:"exit"`
+}
+
+func result(r wire.AskRequest, rep wire.AskReply) Result {
+	res := Result{Status: rep.Status, Question: rep.Question, OptionIDs: rep.OptionIDs, Values: rep.Values,
+		Reason: rep.Reason, Always: rep.Always, Grant: rep.Grant, Existing: rep.Existing}
+	set := func(s string) { res.Answer = &s }
+	switch rep.Status {
+	case wire.StatusAnswered:
+		switch r.Kind {
+		case wire.AskYesNo:
+			if len(rep.OptionIDs) == 1 {
+				set(rep.OptionIDs[0])
+			}
+			res.Exit = ExitYes
+			if res.Answer == nil || *res.Answer != wire.Yes {
+				res.Exit = ExitNo
+			}
+		case wire.AskChoice:
+			for _, o := range r.Options {
+				if len(rep.OptionIDs) == 1 && o.ID == rep.OptionIDs[0] {
+					set(o.Label)
+				}
+			}
+		case wire.AskLine:
+			set(rep.Text)
+		}
+	case wire.StatusTimedOut:
+		res.Exit = ExitTimedOut
+		if r.Kind == wire.AskYesNo {
+			set(wire.No)
+		}
+	default:
+		res.Exit = ExitWithdrawn
+	}
+	return res
+}
+
+func report(e Env, r wire.AskRequest, rep wire.AskReply, asJSON bool, timeout time.Duration) int {
+	res := result(r, rep)
+	if asJSON {
+		b, _ := json.Marshal(res)
+		fmt.Fprintf(e.Stdout, "%s\n", b)
+		return res.Exit
+	}
+	switch {
+	case rep.Status == wire.StatusAnswered && r.Kind == wire.AskForm:
+		for _, f := range r.Fields {
+			fmt.Fprintf(e.Stdout, "%s=%s\n", f.ID, rep.Values[f.ID])
+		}
+	case res.Answer != nil:
+		fmt.Fprintln(e.Stdout, *res.Answer)
+	}
+	switch rep.Status {
+	case wire.StatusTimedOut:
+		fmt.Fprintf(e.Stderr, "%s: no answer within %s; denied by default\n", e.Prog, timeout)
+	case wire.StatusWithdrawn:
+		fmt.Fprintf(e.Stderr, "%s: the question was withdrawn (%s)\n", e.Prog, rep.Reason)
+	}
+	if rep.Status == wire.StatusAnswered && rep.Reason != "" {
+		fmt.Fprintf(e.Stderr, "reason: %s\n", rep.Reason)
+	}
+	return res.Exit
+}
+
+func newID(prefix string) string {
+	var b [12]byte
+	rand.Read(b[:])
+	return prefix + "-" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,224 @@
+package ask
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/collie-linux/collie/internal/sanitize"
+	"github.com/collie-linux/collie/internal/wire"
+)
+
+// DefaultHookTimeout is how long the hook waits for a tap before it denies.
+// Claude Code gives a command hook 60 seconds unless its "timeout" says
+// otherwise, so the default answers just before that; raise both together.
+const DefaultHookTimeout = 55 * time.Second
+
+// hookInputCap bounds what the hook reads from stdin: a Write can carry a
+// whole file.
+const hookInputCap = 8 << 20
+
+// PreToolUse is the part of Claude Code's PreToolUse hook input the adapter
+// uses. The schema is Claude Code's and open: other fields are ignored.
+type PreToolUse struct {
+	SessionID      string          `json:"session_id"`
+	TranscriptPath string          `json:"transcript_path"`
+	Cwd            string          `json:"cwd"`
+	PermissionMode string          `json:"permission_mode"`
+	HookEventName  string          `json:"hook_event_name"`
+	ToolName       string          `json:"tool_name"`
+	ToolInput      json.RawMessage `json:"tool_input"`
+	ToolUseID      string          `json:"tool_use_id"`
+}
+
+// HookOutput is what the hook prints: Claude Code reads the decision from
+// hookSpecificOutput.
+type HookOutput struct {
+	HookSpecificOutput HookDecision `json:"hookSpecificOutput"`
+}
+
+// HookDecision is a PreToolUse decision.
+type HookDecision struct {
+	HookEventName            string `json:"hookEventName"`      // "PreToolUse"
+	PermissionDecision       string `json:"permissionDecision"` // "allow" or "deny"
+	PermissionDecisionReason string `json:"permissionDecisionReason"`
+}
+
+// hookClaude reads PreToolUse JSON on stdin, asks, and prints the decision.
+// It always prints a decision and exits 0, so Claude Code reads it: a
+// failure to ask is a deny with the reason, never a silent allow.
+func hookClaude(ctx context.Context, e Env, path string, pathErr error, timeout time.Duration) int {
+	deny := func(reason string) int {
+		printDecision(e, "deny", reason)
+		return 0
+	}
+	data, err := io.ReadAll(io.LimitReader(e.Stdin, hookInputCap+1))
+	if err != nil {
+		return deny("Collie could not read the hook input (" + err.Error() + "); denied by default")
+	}
+	if len(data) > hookInputCap {
+		return deny(fmt.Sprintf("the tool call is over %d bytes, too large to show on a phone; Collie denies it by default", hookInputCap))
+	}
+	var in PreToolUse
+	if err := json.Unmarshal(data, &in); err != nil {
+		return deny("Collie could not read the hook input as JSON (" + err.Error() + "); denied by default")
+	}
+	if in.HookEventName != "PreToolUse" || in.ToolName == "" {
+		return deny(fmt.Sprintf("collie ask --hook claude handles PreToolUse, not %q; fix the hook's event in Claude Code's settings", in.HookEventName))
+	}
+	if pathErr != nil {
+		return deny("Collie could not find the agent to ask (" + pathErr.Error() + "); denied by default")
+	}
+	r := QuestionFor(in)
+	r.RequestID = newID("hook")
+	r.TimeoutSeconds = int64(max(timeout.Round(time.Second)/time.Second, 1))
+	if err := r.Validate(); err != nil {
+		return deny("Collie could not make a question of this tool call (" + err.Error() + "); denied by default")
+	}
+	rep, err := ask(ctx, path, r, timeout)
+	if err != nil {
+		return deny("Collie could not ask (" + describeErr(err) + "); denied by default")
+	}
+	decision, reason := hookDecision(rep, timeout)
+	printDecision(e, decision, reason)
+	return 0
+}
+
+func printDecision(e Env, decision, reason string) {
+	b, _ := json.Marshal(HookOutput{HookDecision{HookEventName: "PreToolUse", PermissionDecision: decision, PermissionDecisionReason: reason}})
+	fmt.Fprintf(e.Stdout, "%s\n", b)
+}
+
+// hookDecision turns the agent's reply into a PreToolUse decision: allow
+// only for a human's "yes" or a grant the human made.
+func hookDecision(rep wire.AskReply, timeout time.Duration) (decision, reason string) {
+	note := ""
+	if rep.Reason != "" {
+		note = ": " + rep.Reason
+	}
+	switch rep.Status {
+	case wire.StatusAnswered:
+		if len(rep.OptionIDs) == 1 && rep.OptionIDs[0] == wire.Yes {
+			if rep.Grant != "" && !rep.Always {
+				return "allow", "Allowed through Collie by an always-allow grant the user made on a paired device (" + rep.Reason + ")"
+			}
+			return "allow", "Allowed by the user on a paired device through Collie" + note
+		}
+		return "deny", "Denied by the user on a paired device through Collie" + note
+	case wire.StatusTimedOut:
+		return "deny", fmt.Sprintf("No answer from the user within %s; Collie denies by default", timeout)
+	case wire.StatusWithdrawn:
+		return "deny", "The user withdrew the question on a paired device (" + rep.Reason + "); Collie denies by default"
+	}
+	return "deny", "Collie got no decision (" + rep.Status + "); denied by default"
+}
+
+// QuestionFor makes the yes-no question for a tool call: a title that says
+// what the tool is about to do, a rationale with the detail, the tool-call
+// key (Claude Code's tool_use_id, or a hash of the call), and the tool and
+// command for "always allow".
+func QuestionFor(in PreToolUse) wire.AskRequest {
+	var ti map[string]any
+	json.Unmarshal(in.ToolInput, &ti)
+	str := func(k string) string {
+		s, _ := ti[k].(string)
+		return s
+	}
+	var title, detail, command string
+	switch in.ToolName {
+	case "Bash":
+		command = str("command")
+		title = "Run: " + firstLine(command)
+		detail = "$ " + command
+		if d := str("description"); d != "" {
+			detail = d + "\n\n" + detail
+		}
+	case "Write":
+		command = str("file_path")
+		title = "Write " + command
+		detail = str("content")
+	case "Edit", "MultiEdit":
+		command = str("file_path")
+		title = "Edit " + command
+		if old, nw := str("old_string"), str("new_string"); old != "" || nw != "" {
+			detail = prefixLines("- ", old) + "\n" + prefixLines("+ ", nw)
+		} else {
+			detail = compact(in.ToolInput)
+		}
+	case "NotebookEdit":
+		command = str("notebook_path")
+		title = "Edit notebook " + command
+		detail = str("new_source")
+	case "Read":
+		command = str("file_path")
+		title = "Read " + command
+	case "WebFetch":
+		command = str("url")
+		title = "Fetch " + command
+		detail = str("prompt")
+	case "WebSearch":
+		command = str("query")
+		title = "Search the web for " + command
+	default:
+		title = "Use " + in.ToolName
+		detail = compact(in.ToolInput)
+	}
+	title = "Claude Code: " + title
+	title, _ = sanitize.Line(title, sanitize.TitleBytes)
+	rationale := detail
+	if in.Cwd != "" {
+		rationale += "\n\nin " + in.Cwd
+	}
+	rationale, _ = sanitize.Block(strings.TrimSpace(rationale), sanitize.RationaleBytes)
+	r := wire.AskRequest{Kind: wire.AskYesNo, Title: title, Rationale: rationale, ToolCall: toolCallKey(in)}
+	// A command too long to send whole takes no part in "always allow": a
+	// cut command could match a grant the whole one would not.
+	if name, _ := sanitize.Line(in.ToolName, sanitize.LabelBytes); name == in.ToolName && len(command) <= sanitize.SendMaxBytes && utf8.ValidString(command) {
+		r.Tool = &wire.ToolRef{Name: in.ToolName, Command: command}
+	}
+	return r
+}
+
+// toolCallKey is the D9 key: Claude Code's tool_use_id when it is a valid
+// id, otherwise a hash of the session and the call.
+func toolCallKey(in PreToolUse) string {
+	if in.ToolUseID != "" && sanitize.ValidID(in.ToolUseID) && len(in.ToolUseID) <= 100 {
+		return "claude-" + in.ToolUseID
+	}
+	h := sha256.New()
+	h.Write([]byte(in.SessionID + "\x00" + in.ToolName + "\x00"))
+	var buf bytes.Buffer
+	json.Compact(&buf, in.ToolInput)
+	h.Write(buf.Bytes())
+	return "claude-" + hex.EncodeToString(h.Sum(nil))[:40]
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
+
+func prefixLines(p, s string) string {
+	if s == "" {
+		return ""
+	}
+	return p + strings.ReplaceAll(s, "\n", "\n"+p)
+}
+
+func compact(raw json.RawMessage) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
