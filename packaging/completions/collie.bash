@@ -32,7 +32,7 @@ _collie()
     esac
 
     if ((cword == 1)); then
-        COMPREPLY=($(compgen -W "daemon demo doctor durable show version help" -- "$cur"))
+        COMPREPLY=($(compgen -W "daemon demo doctor durable show ask pair devices version help" -- "$cur"))
         return
     fi
 
@@ -45,6 +45,17 @@ _collie()
             ;;
         show)
             COMPREPLY=($(compgen -W "--json" -- "$cur"))
+            ;;
+        pair)
+            COMPREPLY=($(compgen -W "--json --no-qr" -- "$cur"))
+            ;;
+        devices)
+            if ((cword == 2)); then
+                COMPREPLY=($(compgen -W "revoke --json" -- "$cur"))
+            fi
+            ;;
+        ask)
+            # collie ask --help lists its kinds and options.
             ;;
         durable)
             if ((cword == 2)); then

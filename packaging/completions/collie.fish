@@ -5,18 +5,23 @@ function __collie_agents
     test -r $f; and sed -n 's/^ *"name": *"\([^"]*\)".*/\1/p' $f
 end
 
-set -l commands daemon demo doctor durable show version help
+set -l commands daemon demo doctor durable show ask pair devices version help
 complete -c collie -f
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a daemon -d 'Run the bridge in the foreground'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a demo -d 'Run the bridge with a demo agent'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a doctor -d 'Check the installation'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a durable -d 'Attach, detach or list durable agents'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a show -d 'Show what the bridge holds'
+complete -c collie -n "not __fish_seen_subcommand_from $commands" -a ask -d 'Ask the user through a durable agent'
+complete -c collie -n "not __fish_seen_subcommand_from $commands" -a pair -d 'Pair a phone or browser'
+complete -c collie -n "not __fish_seen_subcommand_from $commands" -a devices -d 'List or revoke paired devices'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a version -d 'Print the version'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a help -d 'Print the usage'
 
 complete -c collie -n '__fish_seen_subcommand_from daemon' -l debug -d 'Log debug lines too'
-complete -c collie -n '__fish_seen_subcommand_from doctor show list' -l json -d 'Print JSON'
+complete -c collie -n '__fish_seen_subcommand_from doctor show list pair devices' -l json -d 'Print JSON'
+complete -c collie -n '__fish_seen_subcommand_from pair' -l no-qr -d 'Do not draw the QR code'
+complete -c collie -n '__fish_seen_subcommand_from devices; and not __fish_seen_subcommand_from revoke' -a revoke -d 'Cut a device off at once'
 complete -c collie -n '__fish_seen_subcommand_from doctor' -l check -x -d 'Run only one check' \
     -a 'binary config sources durable-socket desk state-dir audit-log units linger journald daemon'
 
