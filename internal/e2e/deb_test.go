@@ -189,6 +189,9 @@ func TestDebInstall_L1_L2_L4_R14(t *testing.T) {
 	} else {
 		t.Logf("systemd-analyze --user security collie.service: %s %s", m[1], m[2])
 	}
+	if wd := strings.TrimSpace(must(um.Systemctl(ctx, "show", "-p", "WatchdogUSec", "--value", "collie.service"))); wd != "30s" {
+		t.Errorf("collie.service's watchdog is %q; want 30s", wd)
+	}
 	step("journal")
 
 	// Break one thing at a time: doctor names it, with the exact reason and
