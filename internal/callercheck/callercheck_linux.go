@@ -169,6 +169,9 @@ func (c *Checker) Check(conn syscall.Conn) (Caller, error) {
 			return who, c.gone(who)
 		}
 	}
+	if err := c.walk(who, st.PPID, pidfd, buf[:]); err != nil {
+		return who, err
+	}
 	if c.cgroup == "" {
 		return who, refuse(who, "the agent runs in a root cgroup, where it cannot tell the tools it started from other processes; run it as a systemd unit (collie-agent@NAME.service), or set CallerCheck = \"off\"")
 	}
@@ -183,9 +186,6 @@ func (c *Checker) Check(conn syscall.Conn) (Caller, error) {
 	who.Cgroup = path
 	if within(path, c.cgroup) {
 		return who, refuse(who, "the caller (pid %d) runs in the agent's own cgroup %s, where the programs the agent starts run; %s", who.PID, c.cgroup, answerElsewhere)
-	}
-	if err := c.walk(who, st.PPID, buf[:]); err != nil {
-		return who, err
 	}
 
 	// The data read above was the caller's only if its pid still names it
@@ -209,7 +209,7 @@ func (c *Checker) Check(conn syscall.Conn) (Caller, error) {
 // top and refuses the caller when the agent is among them. A link that
 // breaks during the walk (a parent exited, so its children were
 // re-parented) restarts it, a few times.
-func (c *Checker) walk(who Caller, ppid int, buf []byte) error {
+func (c *Checker) walk(who Caller, ppid, pidfd int, buf []byte) error {
 	for attempt := 0; attempt < 3; attempt++ {
 		p, broken := ppid, false
 		for steps := 0; steps < 4096; steps++ {
@@ -235,7 +235,7 @@ func (c *Checker) walk(who Caller, ppid int, buf []byte) error {
 		// Read the caller's parent again: it was re-parented.
 		st, err := c.stat(who.PID, buf)
 		if err != nil {
-			return c.gone(who)
+			return c.unreadable(who, err, pidfd)
 		}
 		ppid = st.PPID
 	}
