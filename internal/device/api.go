@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/control"
+	"github.com/collie-linux/collie/internal/device/web"
 	"github.com/collie-linux/collie/internal/upstream"
 	"github.com/collie-linux/collie/internal/wire"
 )
@@ -99,6 +100,7 @@ func (a *API) Handler() http.Handler {
 	mux.Handle("GET /api/v1/state", a.authed(http.HandlerFunc(a.state)))
 	mux.Handle("GET /api/v1/events", a.authed(http.HandlerFunc(a.events)))
 	mux.Handle("POST /api/v1/agents/{agent}/{write}", a.authed(http.HandlerFunc(a.write)))
+	mux.Handle("GET /", web.Handler()) // the web app (internal/device/web)
 	return mux
 }
 

@@ -1,0 +1,591 @@
+package device
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image/png"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/collie-linux/collie/internal/control"
+	"github.com/collie-linux/collie/internal/wire"
+)
+
+// chromiumPath finds Debian's chromium: COLLIE_TEST_CHROMIUM when set, the
+// browser binary itself (/usr/lib/chromium/chromium, skipping the
+// /usr/bin/chromium wrapper script and its /etc/chromium.d flags), or a
+// chromium on PATH.
+func chromiumPath() string {
+	if p := os.Getenv("COLLIE_TEST_CHROMIUM"); p != "" {
+		return p
+	}
+	if st, err := os.Stat("/usr/lib/chromium/chromium"); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+		return "/usr/lib/chromium/chromium"
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// needChromium returns the browser to test with. Without one the test
+// skips and says why, except in CI (CI=true), where it must run: .ci/deps
+// installs chromium there.
+func needChromium(t *testing.T) string {
+	t.Helper()
+	ci := os.Getenv("CI") == "true"
+	if testing.Short() && !ci {
+		t.Skip("-short: the real-browser test of the web app starts chromium; run without -short")
+	}
+	p := chromiumPath()
+	if p == "" {
+		if ci {
+			t.Fatal("chromium is not installed, and in CI the real-browser test of the web app must run: .ci/deps installs it (apt-get install chromium) as root")
+		}
+		t.Skip("chromium is not installed, so the real-browser test of the web app skips; install it with: apt-get install chromium (or set COLLIE_TEST_CHROMIUM)")
+	}
+	return p
+}
+
+// forwarded is one write the device API passed on to an agent.
+type forwarded struct {
+	agent, path string
+	req         wire.Request
+}
+
+// browserBackend is the bridge as the device API sees it, for the browser
+// test: a view that the test changes, and every write that got through.
+type browserBackend struct {
+	mu     sync.Mutex
+	view   []control.AgentView
+	writes []forwarded
+}
+
+func (b *browserBackend) View() []control.AgentView {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.view
+}
+
+func (b *browserBackend) Forward(_ context.Context, agent, path string, req wire.Request) (*wire.WriteReply, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if agent != "demo" {
+		return nil, ErrUnknownAgent
+	}
+	b.writes = append(b.writes, forwarded{agent, path, req})
+	return &wire.WriteReply{RequestID: "ok"}, nil
+}
+
+func (b *browserBackend) SetWatching(bool) {}
+
+func (b *browserBackend) setView(v []control.AgentView) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.view = v
+}
+
+func (b *browserBackend) forwards() []forwarded {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.writes)
+}
+
+// waitForwards waits until n writes reached the agent.
+func (b *browserBackend) waitForwards(t *testing.T, n int) []forwarded {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		w := b.forwards()
+		if len(w) >= n || time.Now().After(deadline) {
+			if len(w) != n {
+				t.Fatalf("%d writes reached the agent, want %d: %+v", len(w), n, w)
+			}
+			return w
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// hostileMarkdown must show as its characters: no element is made of it
+// and nothing runs (X6).
+const hostileMarkdown = "# Plan\n\n- **build** the `site`\n- read [the docs](https://example.org/docs) or [this](javascript:alert(1))\n\n" +
+	"<img src=x onerror=alert(1)> and <script>alert(2)</script>"
+
+// agentSnapshot is what the demo agent sends, hostile bits included; the
+// bridge's decoder cleans it (X1–X5) as it would in the daemon.
+func agentSnapshot(t *testing.T, extra ...string) *wire.Snapshot {
+	t.Helper()
+	questions := []string{
+		`{"id":"q-yes","kind":"yes-no","title":"Deploy to production?","rationale":"All 212 tests pass.\nThe last deploy was yesterday.","revision":3,"toolCall":"tc-1"}`,
+		`{"id":"q-choice","kind":"choice","title":"Which region first?","revision":1,"options":[{"id":"eu","label":"Europe (Frankfurt)"},{"id":"us","label":"United States (Virginia)"},{"id":"blank","label":"\u200b"}]}`,
+		`{"id":"q-always","kind":"yes-no","title":"Run git push origin main?","revision":2,"toolCall":"tc-2","allowAlways":true,"alwaysScope":{"tool":"Bash","commandPrefix":"git push","durationSeconds":3600,"text":"Bash: git push …, for an hour"}}`,
+	}
+	questions = append(questions, extra...)
+	raw := `{"spaces":[{"id":"s1","title":"Website","tabs":[{"id":"t1","title":"Deploys","conversations":[
+	{"id":"c1","title":"Ship the new site","items":[
+		{"id":"i1","kind":"text","role":"user","text":"Please ship the new site today."},
+		{"id":"i2","kind":"text","role":"agent","text":"Invoice_\u202egnp.exe\u202c ready\u200b\u2066 now"},
+		{"id":"i3","kind":"markdown","text":` + jsonString(hostileMarkdown) + `},
+		{"id":"i4","kind":"code","language":"sh","text":"make deploy ENV=prod\n"},
+		{"id":"i5","kind":"link","text":"Build report","url":"https://example.org/report/42"},
+		{"id":"i6","kind":"tool-call","tool":{"name":"Bash","status":"done","summary":"go test ./...","output":"ok  \tgithub.com/collie-linux/site\t0.42s\n"}}
+	],"questions":[` + strings.Join(questions, ",") + `]},
+	{"id":"c2","title":"Release notes","items":[{"id":"n1","kind":"text","role":"agent","text":"I need two things before I write the notes."}],"questions":[
+		{"id":"q-line","kind":"line","title":"Name of this release?","revision":1},
+		{"id":"q-form","kind":"form","title":"Who signs it off?","revision":1,"fields":[{"id":"name","label":"Name"},{"id":"team","label":"Team"}]},
+		{"id":"q-short","kind":"yes-no","title":"Publish\u200b now?","revision":1}
+	]},
+	{"id":"c3","title":"Old chat","closed":true,"items":[{"id":"o1","kind":"text","role":"agent","text":"Done."}]}
+	]}]}],
+	"belt":[{"id":"tests","label":"Run tests"},{"id":"logs","label":"Tail logs"}],
+	"starters":[{"id":"deploy","label":"New deploy"}]}`
+	s, _, err := wire.ParseSnapshot([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the page must refuse on its own, should the bridge ever pass it
+	// on: a link item that is not https (X6).
+	c := &s.Spaces[0].Tabs[0].Conversations[0]
+	c.Items = append(c.Items,
+		wire.Item{ID: "i7", Kind: wire.KindLink, Text: "click me", URL: "javascript:alert(3)"},
+		wire.Item{ID: "i8", Kind: wire.KindLink, Text: "plain http", URL: "http://example.org/"})
+	return s
+}
+
+func jsonString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case '\n':
+			b.WriteString(`\n`)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+func browserView(s *wire.Snapshot) []control.AgentView {
+	return []control.AgentView{
+		{AgentStatus: control.AgentStatus{Name: "demo", Agent: "Site deployer", Transport: "socket", Reachable: true}, Snapshot: s},
+		{AgentStatus: control.AgentStatus{Name: "backup", Transport: "socket", Reason: "socket-not-private: /run/user/1000/desk/backup.sock is a symlink"}},
+	}
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
+// TestWebAppInChromium drives the web app in a real, headless chromium
+// against the real device API: pairing with the verification code (D6),
+// hostile text drawn as text (X1, X6), a tap that answers with the
+// revision shown (D6, D9), always allow only on the second tap (D7), text
+// refused before sending (X4), live updates, and revocation.
+func TestWebAppInChromium(t *testing.T) {
+	chromium := needChromium(t)
+	began := time.Now()
+
+	back := &browserBackend{view: browserView(agentSnapshot(t))}
+	store, err := OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairs := NewPairings(nil)
+	api := NewAPI(Options{Backend: back, Store: store, Pairings: pairs, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv := httptest.NewServer(api.Handler()) // 127.0.0.1 only
+	t.Cleanup(srv.Close)
+	t.Cleanup(srv.CloseClientConnections) // the browser's event stream, before Close waits for it
+
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium),
+		chromedp.Headless,
+		chromedp.NoSandbox, // root in CI; a throwaway profile, local pages only
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("disable-default-apps", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-client-side-phishing-detection", true),
+		chromedp.Flag("disable-domain-reliability", true),
+		chromedp.Flag("safebrowsing-disable-auto-update", true),
+		chromedp.Flag("no-pings", true),
+		chromedp.Flag("no-proxy-server", true),
+		chromedp.Flag("password-store", "basic"),
+		chromedp.Flag("disable-features", "Translate,OptimizationHints,MediaRouter,InterestFeedContentSuggestions"),
+		// Only loopback: any name resolves to nothing.
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"),
+		chromedp.Flag("force-color-profile", "srgb"),
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancelTab := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancelTab)
+	// A phone's viewport: headless chromium keeps windows at least 500 wide.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(412, 915, chromedp.EmulateMobile)); err != nil {
+		t.Fatalf("start %s: %v", chromium, err)
+	}
+	startup := time.Since(began)
+
+	// Every dialog is a failure (an alert would mean agent text ran); every
+	// console message is kept, to look for exceptions and CSP refusals.
+	var mu sync.Mutex
+	var dialogs []string
+	var console []chromedp.ConsoleMessage
+	dialogEvents := chromedp.Events(ctx, page.JavascriptDialogOpening)
+	go func() {
+		for ev, err := range dialogEvents {
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			dialogs = append(dialogs, string(ev.Type)+": "+ev.Message)
+			mu.Unlock()
+			chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false})
+		}
+	}()
+	consoleEvents := chromedp.Console(ctx)
+	go func() {
+		for m, err := range consoleEvents {
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			console = append(console, m)
+			mu.Unlock()
+		}
+	}()
+
+	do := func(t *testing.T, timeout time.Duration, what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		tctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		if err := chromedp.Do(tctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	text := func(t *testing.T, sel string) string {
+		t.Helper()
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		s, err := chromedp.Run(tctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("read %s: %v", sel, err)
+		}
+		return s
+	}
+	// waitText waits until the element's text contains want.
+	waitText := func(t *testing.T, sel, want string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			got := text(t, sel)
+			if strings.Contains(got, want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s shows %q, not %q", sel, got, want)
+			}
+			time.Sleep(25 * time.Millisecond)
+		}
+	}
+
+	// setValue sets a field's value as typing would leave it.
+	setValue := func(sel, v string) chromedp.Action[chromedp.Void] {
+		q, _ := json.Marshal(sel)
+		val, _ := json.Marshal(v)
+		return chromedp.Evaluate[chromedp.Void](`document.querySelector(` + string(q) + `).value = ` + string(val))
+	}
+
+	// Pairing: the secret travels in the fragment, which the page reads
+	// and removes at once, and the code matches collie pair's.
+	p, err := pairs.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairStart := time.Now()
+	do(t, 10*time.Second, "open the pairing link",
+		chromedp.Navigate(srv.URL+"/#pair="+p.Secret),
+		chromedp.WaitVisible(chromedp.ID("pair-code")))
+	if code := text(t, "#pair-code"); code != VerificationCode(p.Secret) || code != p.Code {
+		t.Fatalf("the page shows the code %q, collie pair shows %q", code, p.Code)
+	}
+	if warn := text(t, ".pair .warn"); warn != "Pair only if this matches the code in your terminal." {
+		t.Fatalf("the pairing warning reads %q", warn)
+	}
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil || loc != srv.URL+"/" {
+		t.Fatalf("the address bar still holds the secret: %q (%v)", loc, err)
+	}
+	do(t, 5*time.Second, "pair",
+		chromedp.SetValue(chromedp.ID("pair-name"), "Test phone"),
+		chromedp.Click(chromedp.ID("pair-submit")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-question="q-yes"]`)))
+	pairTime := time.Since(pairStart)
+	devs := store.List()
+	if len(devs) != 1 || devs[0].Name != "Test phone" {
+		t.Fatalf("paired devices: %+v", devs)
+	}
+
+	t.Run("X1_X6_hostile_text_drawn_as_text", func(t *testing.T) {
+		type link struct {
+			Href   string `json:"href"`
+			Rel    string `json:"rel"`
+			Target string `json:"target"`
+			Text   string `json:"text"`
+		}
+		type shown struct {
+			Images       int      `json:"images"`
+			Frames       int      `json:"frames"`
+			Scripts      []string `json:"scripts"`
+			Markdown     string   `json:"markdown"`
+			Heading      string   `json:"heading"`
+			Strong       string   `json:"strong"`
+			Code         string   `json:"code"`
+			Bidi         string   `json:"bidi"`
+			Links        []link   `json:"links"`
+			Removed      []string `json:"removed"`
+			Shortened    bool     `json:"shortened"`
+			NotShortened bool     `json:"notShortened"`
+			Rationale    string   `json:"rationale"`
+			Status       string   `json:"status"`
+			Choices      string   `json:"choices"`
+			BeltButtons  string   `json:"beltButtons"`
+		}
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[shown](`(() => {
+			const q = (s) => document.querySelector(s);
+			const md = q('[data-item="i3"]');
+			return {
+				images: document.querySelectorAll('img:not([src="/icon.svg"]), svg image').length,
+				frames: document.querySelectorAll('iframe, object, embed, frame').length,
+				scripts: Array.from(document.scripts).map((s) => s.getAttribute('src') || 'INLINE:' + s.textContent),
+				markdown: md.textContent,
+				heading: md.querySelector('h4').textContent,
+				strong: md.querySelector('strong').textContent,
+				code: md.querySelector('code').textContent,
+				bidi: q('[data-item="i2"] .body').textContent,
+				links: Array.from(document.querySelectorAll('a[href]')).filter((a) => !a.classList.contains('skip')).map((a) => ({href: a.getAttribute('href'), rel: a.rel, target: a.target, text: a.textContent})),
+				removed: ['i7', 'i8'].map((id) => q('[data-item="' + id + '"]').textContent),
+				shortened: !!q('[data-question="q-short"] .shortened'),
+				notShortened: !q('[data-question="q-yes"] .shortened'),
+				rationale: q('[data-question="q-yes"] .rationale').textContent,
+				status: Array.from(document.querySelectorAll('.agent .status')).map((e) => e.textContent).join(' | '),
+				choices: Array.from(document.querySelectorAll('[data-question="q-choice"] [data-option]')).map((e) => e.textContent).join(' | '),
+				beltButtons: Array.from(document.querySelectorAll('.belt-btn')).map((e) => e.textContent).join(' | '),
+			};
+		})()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Images != 0 || got.Frames != 0 || len(got.Scripts) != 1 || got.Scripts[0] != "/app.js" {
+			t.Errorf("X6: agent text made elements: %d images, %d frames, scripts %q", got.Images, got.Frames, got.Scripts)
+		}
+		for _, want := range []string{"<img src=x onerror=alert(1)>", "<script>alert(2)</script>"} {
+			if !strings.Contains(got.Markdown, want) {
+				t.Errorf("X6: the markdown item does not show %q as characters: %q", want, got.Markdown)
+			}
+		}
+		if got.Heading != "Plan" || got.Strong != "build" || got.Code != "site" {
+			t.Errorf("markdown: heading %q, strong %q, code %q", got.Heading, got.Strong, got.Code)
+		}
+		if !strings.Contains(got.Markdown, "this (link removed: not a web address)") {
+			t.Errorf("X6: a javascript: link in markdown was not refused: %q", got.Markdown)
+		}
+		if got.Bidi != "Invoice_gnp.exe ready now" {
+			t.Errorf("X2: the cleaned bidi text shows as %q", got.Bidi)
+		}
+		wantLinks := []link{
+			{"https://example.org/docs", "noopener noreferrer", "_blank", "the docs"},
+			{"https://example.org/report/42", "noopener noreferrer", "_blank", "Build report"},
+		}
+		if !slices.Equal(got.Links, wantLinks) {
+			t.Errorf("X6: links %+v, want %+v", got.Links, wantLinks)
+		}
+		for _, r := range got.Removed {
+			if r != "A link was removed: only https:// addresses open here." {
+				t.Errorf("X6: a link item that is not https shows %q", r)
+			}
+		}
+		if !got.Shortened || !got.NotShortened {
+			t.Errorf("X3: Text shortened mark: on the cleaned question %v, absent on a clean one %v", got.Shortened, got.NotShortened)
+		}
+		if got.Rationale != "All 212 tests pass.\nThe last deploy was yesterday." {
+			t.Errorf("the rationale lost its newline: %q", got.Rationale)
+		}
+		if got.Status != "Reachable | Unreachable: socket-not-private: /run/user/1000/desk/backup.sock is a symlink" {
+			t.Errorf("T3: agent status %q", got.Status)
+		}
+		if got.Choices != "Europe (Frankfurt) | United States (Virginia)" {
+			t.Errorf("X3: choices %q (a blank option is dropped)", got.Choices)
+		}
+		if got.BeltButtons != "Run tests | Tail logs" {
+			t.Errorf("D2: belt %q", got.BeltButtons)
+		}
+	})
+
+	t.Run("D6_D9_tap_yes_answers_with_the_revision_shown", func(t *testing.T) {
+		do(t, 5*time.Second, "tap Yes", chromedp.Click(chromedp.CSS(`[data-question="q-yes"] [data-answer="yes"]`)))
+		w := back.waitForwards(t, 1)
+		a, ok := w[0].req.(*wire.AnswerRequest)
+		if !ok || w[0].agent != "demo" || w[0].path != wire.AnswerPath {
+			t.Fatalf("forwarded %+v", w[0])
+		}
+		if a.Conversation != "c1" || a.Question != "q-yes" || a.Revision != 3 || !slices.Equal(a.OptionIDs, []string{wire.Yes}) || a.Always || !uuidRE.MatchString(a.RequestID) {
+			t.Fatalf("the answer: %+v", a)
+		}
+		waitText(t, `[data-question="q-yes"] .msg.ok`, "Sent: Yes.")
+		// A second tap on the same card sends nothing more.
+		do(t, 5*time.Second, "tap No after Yes", chromedp.Click(chromedp.CSS(`[data-question="q-yes"] [data-answer="no"]`)))
+		time.Sleep(200 * time.Millisecond)
+		back.waitForwards(t, 1)
+	})
+
+	t.Run("D7_always_allow_needs_the_second_tap", func(t *testing.T) {
+		do(t, 5*time.Second, "tap Always allow",
+			chromedp.Click(chromedp.CSS(`[data-question="q-always"] [data-answer="always"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-question="q-always"] .confirm`)))
+		confirm := text(t, `[data-question="q-always"] .confirm`)
+		for _, want := range []string{"tap again to confirm", "Bash: git push …, for an hour", "git push", "1 hour"} {
+			if !strings.Contains(confirm, want) {
+				t.Errorf("D7: the confirmation does not show %q: %q", want, confirm)
+			}
+		}
+		// Tapping Always allow again is not the confirmation.
+		do(t, 5*time.Second, "tap Always allow again", chromedp.Click(chromedp.CSS(`[data-question="q-always"] [data-answer="always"]`)))
+		time.Sleep(confirmDelay)
+		back.waitForwards(t, 1) // still only the Yes of the other question
+		do(t, 5*time.Second, "confirm",
+			chromedp.WaitEnabled(chromedp.CSS(`[data-question="q-always"] [data-answer="confirm-always"]`)),
+			chromedp.Click(chromedp.CSS(`[data-question="q-always"] [data-answer="confirm-always"]`)))
+		w := back.waitForwards(t, 2)
+		a, ok := w[1].req.(*wire.AnswerRequest)
+		if !ok || a.Question != "q-always" || a.Revision != 2 || !a.Always || !slices.Equal(a.OptionIDs, []string{wire.Yes}) {
+			t.Fatalf("D7: the confirmed answer: %+v", w[1])
+		}
+		waitText(t, `[data-question="q-always"] .msg.ok`, "Sent: Always allow.")
+	})
+
+	t.Run("X4_send_checks_the_size_first", func(t *testing.T) {
+		ta := `[data-conv="c1"] .composer textarea`
+		send := `[data-conv="c1"] .composer button[type="submit"]`
+		do(t, 5*time.Second, "send 32770 bytes",
+			setValue(ta, strings.Repeat("é", 16385)),
+			chromedp.Click(chromedp.CSS(send)))
+		waitText(t, `[data-conv="c1"] > .msg`, "The message is 32770 bytes; the limit is 32768")
+		do(t, 5*time.Second, "send an empty message", setValue(ta, ""), chromedp.Click(chromedp.CSS(send)))
+		waitText(t, `[data-conv="c1"] > .msg`, "The message is empty")
+		back.waitForwards(t, 2)
+		do(t, 5*time.Second, "send a message", setValue(ta, "Ship it after lunch"), chromedp.Click(chromedp.CSS(send)))
+		w := back.waitForwards(t, 3)
+		if s, ok := w[2].req.(*wire.SendRequest); !ok || w[2].path != wire.SendPath || s.Conversation != "c1" || s.Text != "Ship it after lunch" || s.Steer {
+			t.Fatalf("sent %+v", w[2])
+		}
+		waitText(t, `[data-conv="c1"] > .msg`, "Sent.")
+		do(t, 5*time.Second, "tap a belt button", chromedp.Click(chromedp.CSS(`.belt-btn[data-action="tests"]`)))
+		w = back.waitForwards(t, 4)
+		if a, ok := w[3].req.(*wire.ActionRequest); !ok || w[3].path != wire.ActionPath || a.Action != "tests" {
+			t.Fatalf("D2: the belt tap forwarded %+v", w[3])
+		}
+	})
+
+	var updateTime time.Duration
+	t.Run("live_update_within_a_second", func(t *testing.T) {
+		// The agent took both answers and asks something new.
+		s := agentSnapshot(t, `{"id":"q-new","kind":"yes-no","title":"Roll back the database?","rationale":"The migration failed on one replica.","revision":1,"toolCall":"tc-3"}`)
+		c := &s.Spaces[0].Tabs[0].Conversations[0]
+		c.Questions = slices.DeleteFunc(c.Questions, func(q wire.Question) bool { return q.ID == "q-yes" || q.ID == "q-always" })
+		back.setView(browserView(s))
+		start := time.Now()
+		api.Changed()
+		do(t, time.Second, "see the new question within a second",
+			chromedp.WaitVisible(chromedp.CSS(`[data-question="q-new"]`)),
+			chromedp.WaitNotPresent(chromedp.CSS(`[data-question="q-yes"]`)))
+		updateTime = time.Since(start)
+		// What the user typed elsewhere survives the update.
+		if v, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS(`[data-conv="c1"] .composer textarea`))); err != nil || v != "" {
+			t.Errorf("the composer after sending and an update: %q %v", v, err)
+		}
+	})
+
+	t.Run("screenshot", func(t *testing.T) {
+		dir := os.Getenv("COLLIE_WEB_SCREENSHOT_DIR")
+		if dir == "" {
+			dir = t.TempDir()
+		}
+		do(t, 5*time.Second, "scroll to the top", chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
+		buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(bytes.NewReader(buf))
+		if err != nil {
+			t.Fatalf("the screenshot is not a PNG: %v", err)
+		}
+		path := filepath.Join(dir, "collie-web-main.png")
+		if err := os.WriteFile(path, buf, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if b := img.Bounds(); b.Dx() != 412 || b.Dy() < 915 {
+			t.Fatalf("the screenshot %s is %dx%d, want 412 wide and a page at least 915 high", path, b.Dx(), b.Dy())
+		}
+		t.Logf("screenshot of the main view: %s (%dx%d)", path, img.Bounds().Dx(), img.Bounds().Dy())
+	})
+
+	t.Run("revoked_device_is_told_to_pair_again", func(t *testing.T) {
+		start := time.Now()
+		if err := api.Revoke(devs[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		do(t, 5*time.Second, "see the revoked message", chromedp.WaitVisible(chromedp.ID("revoked")))
+		if got := text(t, "#revoked"); got != "This device was revoked; pair it again" {
+			t.Fatalf("the revoked message reads %q", got)
+		}
+		if n := len(back.forwards()); n != 4 {
+			t.Fatalf("%d writes, want 4", n)
+		}
+		t.Logf("revoked message after %v", time.Since(start).Round(time.Millisecond))
+	})
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(dialogs) > 0 {
+		t.Errorf("X6: the page opened dialogs (agent text ran): %q", dialogs)
+	}
+	for _, m := range console {
+		bad := m.IsException() || strings.Contains(m.Text, "Content Security Policy") || strings.Contains(m.Text, "Trusted Type") || m.Source == "security"
+		if bad {
+			t.Errorf("the page logged: %s (%s:%d)", m, m.URL, m.Line+1)
+		}
+	}
+	t.Logf("chromium %s: started in %v, paired in %v, update shown in %v, whole test %v",
+		chromium, startup.Round(time.Millisecond), pairTime.Round(time.Millisecond), updateTime.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
+}
+
+// confirmDelay is longer than the page's CONFIRM_DELAY, so the confirm
+// button would be live by then: still nothing must have been sent.
+const confirmDelay = 800 * time.Millisecond

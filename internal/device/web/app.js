@@ -1,0 +1,1427 @@
+// Collie's web app: what a paired phone or browser shows.
+//
+// Rules this file keeps (spec X1, X6, D6, D7):
+//  - Agent text becomes DOM text nodes only (textContent, append of a
+//    string, attribute values). Nothing here parses HTML; the page's
+//    Content-Security-Policy also turns on Trusted Types, so a string
+//    handed to an HTML sink would throw.
+//  - Links open only web addresses: https for link items, http(s) inside
+//    markdown; always rel="noopener noreferrer" and target="_blank".
+//  - Writes carry the Collie-Write header and go to this page's own origin;
+//    the credential is an HttpOnly cookie this script never sees.
+//  - "Always allow" takes a second tap on a separate button, which stays
+//    disabled for a moment so a double tap cannot confirm it by accident.
+'use strict';
+(function () {
+  const API = '/api/v1';
+  const SEND_MAX = 32768; // X4: text sent to an agent is 1 to 32768 bytes
+  const LINK_MAX = 2048; // X6
+  const BELT_MAX = 4; // D2
+  const CONFIRM_DELAY = 600; // ms before the always-allow confirmation can be tapped
+  const SEP = ' '; // joins ids into keys: an id never holds a space (X5)
+  const PAIRED_FLAG = 'collie.paired'; // not a secret: only "this browser paired once"
+
+  const main = document.getElementById('main');
+  const conn = document.getElementById('conn');
+  const utf8 = new TextEncoder();
+
+  // ---------------------------------------------------------------- DOM
+
+  // el builds an element. Attribute names are always literals from this
+  // file; values may be agent text and are set as attribute values only.
+  // Children that are strings become text nodes.
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    if (attrs) {
+      for (const k of Object.keys(attrs)) {
+        const v = attrs[k];
+        if (v === undefined || v === null || v === false) continue;
+        if (k === 'class') e.className = v;
+        else if (k === 'data') Object.assign(e.dataset, v);
+        else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+        else e.setAttribute(k, v === true ? '' : String(v));
+      }
+    }
+    add(e, children);
+    return e;
+  }
+
+  function add(parent, children) {
+    for (const c of children.flat(Infinity)) {
+      if (c === null || c === undefined || c === false) continue;
+      parent.append(typeof c === 'string' ? document.createTextNode(c) : c);
+    }
+    return parent;
+  }
+
+  function button(label, attrs, onclick) {
+    return el('button', Object.assign({ type: 'button', onclick }, attrs), label);
+  }
+
+  let idSeq = 0;
+  function uid(prefix) {
+    idSeq += 1;
+    return prefix + '-' + idSeq;
+  }
+
+  function bytes(s) {
+    return utf8.encode(s).length;
+  }
+
+  // sync makes parent's children exactly nodes, touching only what
+  // differs, so a focused input that did not change keeps its focus.
+  function sync(parent, nodes) {
+    let i = 0;
+    for (const n of nodes) {
+      const cur = parent.childNodes[i];
+      if (cur !== n) parent.insertBefore(n, cur || null);
+      i += 1;
+    }
+    while (parent.childNodes.length > nodes.length) parent.lastChild.remove();
+  }
+
+  function setView(name, ...children) {
+    view = name;
+    agentNodes.clear();
+    convNodes.clear();
+    main.replaceChildren();
+    add(main, children);
+  }
+
+  function setConn(text, cls) {
+    conn.textContent = text;
+    conn.className = 'conn ' + (cls || '');
+  }
+
+  // ---------------------------------------------------------------- links
+
+  // webURL returns a URL when raw is a web address that may be opened:
+  // https (or http when allowed), a host, no user name or password, no
+  // spaces, control or invisible characters, at most LINK_MAX characters.
+  const BAD_URL_CHARS = /[\s\u0000-\u001f\u007f-\u009f\u00ad\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\u{e0000}-\u{e007f}]/u;
+  function webURL(raw, allowHTTP) {
+    if (typeof raw !== 'string' || raw.length === 0 || raw.length > LINK_MAX) return null;
+    if (BAD_URL_CHARS.test(raw)) return null;
+    let u;
+    try {
+      u = new URL(raw);
+    } catch (e) {
+      return null;
+    }
+    if (u.protocol !== 'https:' && !(allowHTTP && u.protocol === 'http:')) return null;
+    if (!u.hostname || u.username || u.password) return null;
+    return u;
+  }
+
+  function anchor(u, children) {
+    return el('a', { href: u.href, rel: 'noopener noreferrer', target: '_blank', referrerpolicy: 'no-referrer' }, children);
+  }
+
+  // hostNote shows where a link goes when its words do not say it.
+  function hostNote(u, shown) {
+    if (shown === u.href || shown === u.host) return null;
+    return el('span', { class: 'host' }, ' (' + u.host + ')');
+  }
+
+  // ---------------------------------------------------------------- markdown
+
+  // A small markdown renderer that builds DOM nodes: headings, lists,
+  // block quotes, fenced code, rules, paragraphs; inline code spans,
+  // emphasis, strong, links and autolinks. Anything else, raw HTML
+  // included, is shown as its characters (X6). Every search is bounded, so
+  // hostile text cannot make it slow.
+  const MD_DEPTH = 6;
+  const MD_WINDOW = 1024;
+  const PUNCT = '!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~';
+
+  function renderMarkdown(src, depth) {
+    depth = depth || 0;
+    const out = [];
+    const lines = src.replace(/\r\n?/g, '\n').split('\n');
+    let i = 0;
+    while (i < lines.length) {
+      const line = lines[i];
+      if (isBlank(line)) {
+        i += 1;
+        continue;
+      }
+      const fence = fenceOpen(line);
+      if (fence) {
+        const body = [];
+        i += 1;
+        while (i < lines.length && !fenceClose(lines[i], fence)) {
+          body.push(lines[i]);
+          i += 1;
+        }
+        i += 1;
+        out.push(el('pre', { class: 'md-code' }, el('code', null, body.join('\n'))));
+        continue;
+      }
+      const h = heading(line);
+      if (h) {
+        out.push(el('h' + Math.min(6, h.level + 3), { class: 'md-h' }, inline(h.text, depth)));
+        i += 1;
+        continue;
+      }
+      if (isRule(line)) {
+        out.push(el('hr'));
+        i += 1;
+        continue;
+      }
+      if (quoteLine(line) !== null && depth < MD_DEPTH) {
+        const body = [];
+        while (i < lines.length && quoteLine(lines[i]) !== null) {
+          body.push(quoteLine(lines[i]));
+          i += 1;
+        }
+        out.push(el('blockquote', null, renderMarkdown(body.join('\n'), depth + 1)));
+        continue;
+      }
+      const item = listItem(line);
+      if (item && depth < MD_DEPTH) {
+        const list = el(item.ordered ? 'ol' : 'ul');
+        if (item.ordered && item.start !== 1) list.setAttribute('start', String(item.start));
+        let cur = null;
+        while (i < lines.length) {
+          const l = lines[i];
+          const it = listItem(l);
+          if (it && it.ordered === item.ordered && it.indent < 2) {
+            cur = [it.text];
+            list.append(el('li'));
+            list.lastChild.pending = cur;
+            i += 1;
+            continue;
+          }
+          if (isBlank(l)) {
+            // A blank line ends the list unless the list goes on after it.
+            let j = i + 1;
+            while (j < lines.length && isBlank(lines[j])) j += 1;
+            const next = j < lines.length ? lines[j] : '';
+            const nit = listItem(next);
+            if ((nit && nit.ordered === item.ordered && nit.indent < 2) || indentOf(next) >= 2) {
+              cur.push('');
+              i += 1;
+              continue;
+            }
+            break;
+          }
+          if (indentOf(l) >= 2 || !startsBlock(l)) {
+            cur.push(l.replace(/^ {1,4}/, ''));
+            i += 1;
+            continue;
+          }
+          break;
+        }
+        for (const li of list.children) {
+          const blocks = renderMarkdown(li.pending.join('\n'), depth + 1);
+          delete li.pending;
+          if (blocks.length === 1 && blocks[0].tagName === 'P') add(li, Array.from(blocks[0].childNodes));
+          else add(li, blocks);
+        }
+        out.push(list);
+        continue;
+      }
+      const para = [line];
+      i += 1;
+      while (i < lines.length && !isBlank(lines[i]) && !startsBlock(lines[i])) {
+        para.push(lines[i]);
+        i += 1;
+      }
+      out.push(el('p', null, inline(para.join('\n'), depth)));
+    }
+    return out;
+  }
+
+  function isBlank(l) {
+    return l.trim() === '';
+  }
+
+  function indentOf(l) {
+    let n = 0;
+    while (n < l.length && l[n] === ' ') n += 1;
+    return n;
+  }
+
+  function startsBlock(l) {
+    return !!(fenceOpen(l) || heading(l) || isRule(l) || quoteLine(l) !== null || listItem(l));
+  }
+
+  function fenceOpen(l) {
+    const ind = indentOf(l);
+    if (ind > 3) return null;
+    const c = l[ind];
+    if (c !== '`' && c !== '~') return null;
+    let n = 0;
+    while (l[ind + n] === c) n += 1;
+    if (n < 3) return null;
+    if (c === '`' && l.indexOf('`', ind + n) >= 0) return null;
+    return { c, n };
+  }
+
+  function fenceClose(l, f) {
+    const t = l.trim();
+    if (t.length < f.n || indentOf(l) > 3) return false;
+    for (const ch of t) if (ch !== f.c) return false;
+    return true;
+  }
+
+  function heading(l) {
+    const ind = indentOf(l);
+    if (ind > 3) return null;
+    let n = 0;
+    while (l[ind + n] === '#') n += 1;
+    if (n < 1 || n > 6) return null;
+    const rest = l.slice(ind + n);
+    if (rest !== '' && rest[0] !== ' ' && rest[0] !== '\t') return null;
+    let text = rest.trim();
+    // An optional closing run of # after a space.
+    let end = text.length;
+    while (end > 0 && text[end - 1] === '#') end -= 1;
+    if (end === 0) text = '';
+    else if (end < text.length && (text[end - 1] === ' ' || text[end - 1] === '\t')) text = text.slice(0, end).trim();
+    return { level: n, text };
+  }
+
+  function isRule(l) {
+    if (indentOf(l) > 3) return false;
+    const t = l.replace(/[ \t]/g, '');
+    if (t.length < 3) return false;
+    const c = t[0];
+    if (c !== '-' && c !== '*' && c !== '_') return false;
+    for (const ch of t) if (ch !== c) return false;
+    return true;
+  }
+
+  function quoteLine(l) {
+    const ind = indentOf(l);
+    if (ind > 3 || l[ind] !== '>') return null;
+    let rest = l.slice(ind + 1);
+    if (rest[0] === ' ') rest = rest.slice(1);
+    return rest;
+  }
+
+  const ITEM = /^( {0,9})([-*+]|\d{1,9}[.)])(?:[ \t]+(.*))?$/;
+  function listItem(l) {
+    const m = ITEM.exec(l);
+    if (!m) return null;
+    const ordered = /\d/.test(m[2][0]);
+    return { indent: m[1].length, ordered, start: ordered ? parseInt(m[2], 10) : 1, text: m[3] || '' };
+  }
+
+  // inline renders one paragraph's text: code spans, emphasis, links.
+  // A line break in the text is a line break on the screen.
+  const AUTOLINK = /<(https?:\/\/[^\s<>]{1,2048})>/iy;
+  function inline(s, depth, noLinks) {
+    const out = [];
+    let buf = '';
+    const flush = () => {
+      if (buf) out.push(document.createTextNode(buf));
+      buf = '';
+    };
+    const n = s.length;
+    let i = 0;
+    while (i < n) {
+      const c = s[i];
+      if (c === '\\' && i + 1 < n && PUNCT.includes(s[i + 1])) {
+        buf += s[i + 1];
+        i += 2;
+        continue;
+      }
+      if (c === '\n') {
+        flush();
+        out.push(el('br'));
+        i += 1;
+        continue;
+      }
+      if (c === '`') {
+        let run = 1;
+        while (s[i + run] === '`') run += 1;
+        const close = findTicks(s, i + run, run);
+        if (close >= 0) {
+          flush();
+          let code = s.slice(i + run, close).replace(/\n/g, ' ');
+          if (code.length > 2 && code[0] === ' ' && code[code.length - 1] === ' ' && code.trim() !== '') code = code.slice(1, -1);
+          out.push(el('code', null, code));
+          i = close + run;
+          continue;
+        }
+        buf += s.slice(i, i + run);
+        i += run;
+        continue;
+      }
+      if (c === '[' && !noLinks && depth < MD_DEPTH) {
+        const link = parseLink(s, i);
+        if (link) {
+          flush();
+          const words = inline(link.text, depth + 1, true);
+          const u = webURL(link.url, true);
+          if (u) {
+            out.push(anchor(u, words));
+            const note = hostNote(u, link.text);
+            if (note) out.push(note);
+          } else {
+            out.push(el('span', { class: 'md-nolink' }, words));
+            out.push(el('span', { class: 'host' }, ' (link removed: not a web address)'));
+          }
+          i = link.end;
+          continue;
+        }
+      }
+      if (c === '<' && !noLinks) {
+        AUTOLINK.lastIndex = i;
+        const m = AUTOLINK.exec(s);
+        const u = m && webURL(m[1], true);
+        if (u) {
+          flush();
+          out.push(anchor(u, m[1]));
+          i = AUTOLINK.lastIndex;
+          continue;
+        }
+      }
+      if ((c === '*' || c === '_') && depth < MD_DEPTH) {
+        const em = parseEmphasis(s, i);
+        if (em) {
+          flush();
+          out.push(el(em.strong ? 'strong' : 'em', null, inline(s.slice(em.from, em.to), depth + 1, noLinks)));
+          i = em.end;
+          continue;
+        }
+      }
+      buf += c;
+      i += 1;
+    }
+    flush();
+    return out;
+  }
+
+  // findTicks finds a run of exactly run backticks at or after from.
+  function findTicks(s, from, run) {
+    const limit = Math.min(s.length, from + MD_WINDOW * 4);
+    let i = from;
+    while (i < limit) {
+      if (s[i] !== '`') {
+        i += 1;
+        continue;
+      }
+      let k = 0;
+      while (s[i + k] === '`') k += 1;
+      if (k === run) return i;
+      i += k;
+    }
+    return -1;
+  }
+
+  // parseLink reads [text](url "title") at i.
+  function parseLink(s, i) {
+    let j = i + 1;
+    let depth = 1;
+    const limit = Math.min(s.length, i + MD_WINDOW);
+    while (j < limit) {
+      const c = s[j];
+      if (c === '\\') {
+        j += 2;
+        continue;
+      }
+      if (c === '[') depth += 1;
+      else if (c === ']') {
+        depth -= 1;
+        if (depth === 0) break;
+      }
+      j += 1;
+    }
+    if (j >= limit || s[j] !== ']' || s[j + 1] !== '(') return null;
+    let k = j + 2;
+    while (s[k] === ' ') k += 1;
+    let url = '';
+    const urlLimit = Math.min(s.length, k + LINK_MAX + 2);
+    if (s[k] === '<') {
+      const close = s.indexOf('>', k + 1);
+      if (close < 0 || close > urlLimit) return null;
+      url = s.slice(k + 1, close);
+      k = close + 1;
+    } else {
+      let parens = 0;
+      const start = k;
+      while (k < urlLimit) {
+        const c = s[k];
+        if (c === ' ' || c === '\n' || c === '\t') break;
+        if (c === '(') parens += 1;
+        if (c === ')') {
+          if (parens === 0) break;
+          parens -= 1;
+        }
+        k += 1;
+      }
+      url = s.slice(start, k);
+    }
+    while (s[k] === ' ') k += 1;
+    const q = s[k];
+    if (q === '"' || q === "'") {
+      const close = s.indexOf(q, k + 1);
+      if (close < 0 || close - k > MD_WINDOW) return null;
+      k = close + 1;
+      while (s[k] === ' ') k += 1;
+    }
+    if (s[k] !== ')') return null;
+    return { text: s.slice(i + 1, j), url, end: k + 1 };
+  }
+
+  function isWordChar(c) {
+    return c !== undefined && /[\p{L}\p{N}]/u.test(c);
+  }
+
+  function isSpace(c) {
+    return c === undefined || c === ' ' || c === '\t' || c === '\n';
+  }
+
+  // parseEmphasis reads *em*, _em_, **strong** or __strong__ at i. An
+  // underscore inside a word (snake_case) is a character.
+  function parseEmphasis(s, i) {
+    const c = s[i];
+    if (c === '_' && isWordChar(s[i - 1])) return null;
+    let run = 0;
+    while (s[i + run] === c) run += 1;
+    const strong = run >= 2;
+    const width = strong ? 2 : 1;
+    const from = i + width;
+    if (isSpace(s[from])) return null;
+    const limit = Math.min(s.length, from + MD_WINDOW);
+    for (let k = from + 1; k < limit; k += 1) {
+      if (s[k] !== c) continue;
+      let r = 0;
+      while (s[k + r] === c) r += 1;
+      // A run closes when it follows a non-space, is wide enough, and (for
+      // _) does not go on into a word. It closes at its end, so ***x*** is
+      // strong around *x*; inside *...* a run of two is a nested strong.
+      if (!isSpace(s[k - 1]) && r >= width && !(c === '_' && isWordChar(s[k + r])) && (strong || r !== 2)) {
+        const close = k + r - width;
+        return { strong, from, to: close, end: close + width };
+      }
+      k += r - 1;
+    }
+    return null;
+  }
+
+  // ---------------------------------------------------------------- API
+
+  // call makes one request to the device API. The reply's error message,
+  // when there is one, is a sentence for the user.
+  async function call(method, path, body) {
+    const opt = { method, headers: {}, credentials: 'same-origin', cache: 'no-store', redirect: 'error' };
+    if (body !== undefined) {
+      opt.headers['Content-Type'] = 'application/json';
+      opt.body = JSON.stringify(body);
+    }
+    if (method === 'POST' && path !== '/pair') opt.headers['Collie-Write'] = '1';
+    let resp;
+    try {
+      resp = await fetch(API + path, opt);
+    } catch (e) {
+      return { ok: false, status: 0, data: null, code: 'unreachable', message: 'The bridge could not be reached. Is collie running, and is this device on its network?' };
+    }
+    let data = null;
+    try {
+      data = await resp.json();
+    } catch (e) {
+      data = null;
+    }
+    const err = data && typeof data === 'object' && data.error && typeof data.error === 'object' ? data.error : null;
+    let message = '';
+    if (err && typeof err.message === 'string') message = err.message;
+    else if (!resp.ok) message = 'The bridge answered ' + resp.status + (resp.statusText ? ' ' + resp.statusText : '') + '.';
+    return { ok: resp.ok, status: resp.status, data, code: err && typeof err.code === 'string' ? err.code : '', message };
+  }
+
+  function agentPath(agent, write) {
+    return '/agents/' + encodeURIComponent(agent) + '/' + write;
+  }
+
+  function requestId() {
+    return crypto.randomUUID();
+  }
+
+  // ---------------------------------------------------------------- pairing
+
+  let view = 'loading';
+
+  // takeSecret reads #pair=<secret> and removes it from the address bar
+  // and history at once, so it is not left behind for anyone to copy.
+  function takeSecret() {
+    const h = location.hash;
+    if (!h.startsWith('#pair=')) return null;
+    history.replaceState(null, '', location.pathname + location.search);
+    return h.slice('#pair='.length);
+  }
+
+  // verificationCode is device.VerificationCode: six digits of SHA-256
+  // over "collie-pair:" and the secret, shown as "123 456".
+  async function verificationCode(secret) {
+    const sum = await crypto.subtle.digest('SHA-256', utf8.encode('collie-pair:' + secret));
+    const n = new DataView(sum).getUint32(0, false) % 1000000;
+    const s = String(n).padStart(6, '0');
+    return s.slice(0, 3) + ' ' + s.slice(3);
+  }
+
+  function guessName() {
+    const ua = navigator.userAgent || '';
+    if (/iPhone/.test(ua)) return 'iPhone';
+    if (/iPad/.test(ua)) return 'iPad';
+    if (/Android/.test(ua)) return /Mobile/.test(ua) ? 'Android phone' : 'Android tablet';
+    return 'Browser';
+  }
+
+  function secureEnough() {
+    return window.isSecureContext && window.crypto && crypto.subtle && typeof crypto.randomUUID === 'function';
+  }
+
+  function insecureNotice() {
+    return el('section', { class: 'card notice', role: 'alert' },
+      el('h2', null, 'This page needs a secure connection'),
+      el('p', null, 'The browser keeps the cryptography this page needs for https pages and for http://127.0.0.1 or http://localhost. Open the address collie pair printed, unchanged.'));
+  }
+
+  async function showPairing(secret) {
+    closeStream();
+    if (!secureEnough()) {
+      setView('pair', insecureNotice());
+      return;
+    }
+    if (!/^[A-Za-z0-9_-]{16,512}$/.test(secret)) {
+      setView('pair', el('section', { class: 'card notice', role: 'alert' },
+        el('h2', null, 'This pairing link is damaged'),
+        el('p', null, 'Run ', el('code', null, 'collie pair'), ' on the computer again and open the new link whole.')));
+      return;
+    }
+    setConn('Not paired yet', 'off');
+    const code = await verificationCode(secret);
+    const codeEl = el('p', { id: 'pair-code', class: 'code', 'aria-label': 'Verification code ' + code.split('').join(' ') }, code);
+    const name = el('input', { id: 'pair-name', name: 'name', type: 'text', autocomplete: 'off', maxlength: '64', required: true, 'aria-describedby': 'pair-name-hint' });
+    name.value = guessName();
+    const submit = el('button', { id: 'pair-submit', type: 'submit', class: 'primary' }, 'Pair this device');
+    const msg = el('p', { id: 'pair-msg', class: 'msg', role: 'alert' });
+    const form = el('form', { class: 'pair-form', novalidate: true },
+      el('label', { for: 'pair-name' }, 'Name for this device'),
+      name,
+      el('p', { id: 'pair-name-hint', class: 'muted' }, 'Shown in collie devices and in the audit log.'),
+      el('div', { class: 'row' }, submit, button('Cancel', { class: 'secondary' }, () => {
+        secret = null;
+        enter();
+      })),
+      msg);
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      if (secret === null || submit.disabled) return;
+      const deviceName = name.value.trim();
+      if (deviceName === '') {
+        msg.textContent = 'Give this device a name.';
+        name.focus();
+        return;
+      }
+      submit.disabled = true;
+      msg.className = 'msg';
+      msg.textContent = 'Pairing…';
+      const r = await call('POST', '/pair', { secret, name: deviceName });
+      if (r.ok) {
+        secret = null;
+        try {
+          localStorage.setItem(PAIRED_FLAG, '1');
+        } catch (e) {
+          // Private mode: the page still works; a revoked device is then
+          // told "not paired" after a reload instead of "revoked".
+        }
+        await enter();
+        return;
+      }
+      secret = null; // used up either way: the bridge forgets a secret it was shown
+      msg.className = 'msg error';
+      msg.textContent = r.message || 'Pairing failed.';
+    });
+    setView('pair', el('section', { class: 'card pair', 'aria-labelledby': 'pair-title' },
+      el('h2', { id: 'pair-title' }, 'Pair this device with Collie'),
+      el('p', { class: 'label' }, 'Verification code'),
+      codeEl,
+      el('p', { class: 'warn' }, 'Pair only if this matches the code in your terminal.'),
+      form));
+    name.focus();
+  }
+
+  function showUnpaired() {
+    closeStream();
+    setConn('Not paired', 'off');
+    setView('unpaired', el('section', { class: 'card notice', 'aria-labelledby': 'unpaired' },
+      el('h2', { id: 'unpaired' }, 'This device is not paired'),
+      el('p', null, 'On the computer that runs Collie, run ', el('code', null, 'collie pair'),
+        ' and open the link it prints on this device, or scan its QR code.')));
+  }
+
+  function showRevoked() {
+    closeStream();
+    setConn('Not connected', 'bad');
+    document.title = 'Collie';
+    setView('revoked', el('section', { class: 'card notice', role: 'alert', 'aria-labelledby': 'revoked' },
+      el('h2', { id: 'revoked' }, 'This device was revoked; pair it again'),
+      el('p', null, 'Its access to Collie was taken away, so it no longer shows or answers anything. To use it again, run ',
+        el('code', null, 'collie pair'), ' on the computer and open the new link here.')));
+  }
+
+  function showOffline(message) {
+    closeStream();
+    setConn('Offline', 'bad');
+    setView('offline', el('section', { class: 'card notice', role: 'alert' },
+      el('h2', null, 'Collie cannot be reached'),
+      el('p', null, message),
+      button('Try again', { class: 'primary' }, () => enter())));
+  }
+
+  // enter shows the main view when this browser holds a working credential.
+  async function enter() {
+    if (!secureEnough()) {
+      setView('insecure', insecureNotice());
+      return;
+    }
+    const r = await call('GET', '/whoami');
+    if (r.status === 401) {
+      let paired = false;
+      try {
+        paired = localStorage.getItem(PAIRED_FLAG) === '1';
+      } catch (e) {
+        paired = false;
+      }
+      if (paired) showRevoked();
+      else showUnpaired();
+      return;
+    }
+    if (!r.ok) {
+      showOffline(r.message);
+      return;
+    }
+    me = r.data && typeof r.data === 'object' ? r.data : {};
+    state = null;
+    setView('main', el('p', { class: 'muted' }, 'Loading…'));
+    openStream();
+    await refresh();
+  }
+
+  // ---------------------------------------------------------------- live updates
+
+  let es = null;
+  let retryTimer = 0;
+  let retryDelay = 1000;
+  let checking = false;
+
+  function openStream() {
+    closeStream();
+    if (view !== 'main' || document.visibilityState === 'hidden') return;
+    setConn('Connecting…', 'wait');
+    const s = new EventSource(API + '/events');
+    es = s;
+    s.addEventListener('change', () => {
+      if (es !== s) return;
+      retryDelay = 1000;
+      setConn('Live', 'ok');
+      refresh();
+    });
+    s.addEventListener('error', () => {
+      if (es === s) streamError(s);
+    });
+  }
+
+  function closeStream() {
+    if (es) es.close();
+    es = null;
+    clearTimeout(retryTimer);
+  }
+
+  // streamError runs when the stream ends or fails: a revoked device gets
+  // 401 (EventSource hides the status, so ask whoami); otherwise reconnect.
+  let recheck = false;
+  async function streamError(s) {
+    setConn('Reconnecting…', 'wait');
+    if (checking) {
+      recheck = true;
+      return;
+    }
+    checking = true;
+    try {
+      do {
+        recheck = false;
+        const r = await call('GET', '/whoami');
+        if (es !== s) return;
+        if (r.status === 401) {
+          showRevoked();
+          return;
+        }
+      } while (recheck);
+      if (s.readyState === EventSource.CLOSED) {
+        // The browser gave up on this stream: open a new one, backing off.
+        clearTimeout(retryTimer);
+        retryTimer = setTimeout(openStream, retryDelay);
+        retryDelay = Math.min(retryDelay * 2, 30000);
+      }
+    } finally {
+      checking = false;
+    }
+  }
+
+  document.addEventListener('visibilitychange', () => {
+    if (view !== 'main') return;
+    // A hidden page is not looking: closing its stream lets the bridge
+    // poll its agents less often (K8).
+    if (document.visibilityState === 'hidden') closeStream();
+    else {
+      openStream();
+      refresh();
+    }
+  });
+
+  let refreshing = false;
+  let again = false;
+
+  async function refresh() {
+    if (refreshing) {
+      again = true;
+      return;
+    }
+    refreshing = true;
+    try {
+      do {
+        again = false;
+        const r = await call('GET', '/state');
+        if (view !== 'main') return;
+        if (r.status === 401) {
+          showRevoked();
+          return;
+        }
+        if (!r.ok) {
+          setConn(r.message, 'bad');
+          return;
+        }
+        state = r.data && Array.isArray(r.data.agents) ? r.data : { agents: [] };
+        render();
+      } while (again);
+    } finally {
+      refreshing = false;
+    }
+  }
+
+  // ---------------------------------------------------------------- the main view
+
+  let me = {};
+  let state = null;
+  const agentNodes = new Map(); // agent name → section
+  const convNodes = new Map(); // conversation key → { sig, node }
+  const convVersion = new Map(); // conversation key → counter of page-side changes
+  const cards = new Map(); // question key → { busy, error, done, confirm }
+  const agentMsgs = new Map(); // agent name → { text, error }
+  const convMsgs = new Map(); // conversation key → { text, error }
+  const drafts = new Map(); // focus key → text typed so far
+  const openDetails = new Set(); // tool-call keys whose output is open
+  const renaming = new Set(); // conversation keys with the rename form open
+  const busy = new Set(); // keys of writes in flight
+
+  function convKey(agent, conv) {
+    return agent + SEP + conv.id;
+  }
+
+  function questionKey(agent, conv, q) {
+    return convKey(agent, conv) + SEP + q.id + SEP + q.revision;
+  }
+
+  function touch(key) {
+    convVersion.set(key, (convVersion.get(key) || 0) + 1);
+  }
+
+  function card(key) {
+    let c = cards.get(key);
+    if (!c) {
+      c = {};
+      cards.set(key, c);
+    }
+    return c;
+  }
+
+  function list(v) {
+    return Array.isArray(v) ? v : [];
+  }
+
+  // render draws state. Conversations whose data and page-side state did
+  // not change keep their nodes, so typing and focus are not disturbed.
+  function render() {
+    if (view !== 'main' || !state) return;
+    const focus = rememberFocus();
+    const seenCards = new Set();
+    const seenConvs = new Set();
+    const waiting = [];
+    const sections = [];
+    for (const a of list(state.agents)) {
+      if (!a || typeof a.name !== 'string') continue;
+      sections.push(renderAgent(a, seenConvs, seenCards, waiting));
+    }
+    for (const k of cards.keys()) if (!seenCards.has(k)) cards.delete(k);
+    for (const k of convNodes.keys()) if (!seenConvs.has(k)) convNodes.delete(k);
+    const nodes = [renderSummary(waiting)];
+    if (sections.length === 0) {
+      nodes.push(el('section', { class: 'card notice' },
+        el('h2', null, 'No agents yet'),
+        el('p', null, 'Attach a durable agent on the computer with ', el('code', null, 'collie durable attach'), '.')));
+    }
+    sync(main, nodes.concat(sections));
+    document.title = waiting.length ? 'Collie (' + waiting.length + ')' : 'Collie';
+    restoreFocus(focus);
+  }
+
+  function renderSummary(waiting) {
+    const who = me && typeof me.name === 'string' && me.name ? 'This device: ' + me.name : '';
+    if (waiting.length === 0) {
+      return el('section', { class: 'summary', id: 'summary' },
+        el('p', null, 'Nothing waits for your answer.'), who ? el('p', { class: 'muted' }, who) : null);
+    }
+    const items = waiting.map((w) => el('li', null, button(w.title, { class: 'jump', 'aria-label': 'Go to question: ' + w.title + ' (' + w.agent + ')' }, () => {
+      const card = Array.from(main.querySelectorAll('[data-qkey]')).find((e) => e.dataset.qkey === w.key);
+      const target = card && card.querySelector('h4');
+      if (target) {
+        target.scrollIntoView({ block: 'start', behavior: 'smooth' });
+        target.focus({ preventScroll: true });
+      }
+    }), el('span', { class: 'muted' }, ' · ' + w.agent)));
+    return el('section', { class: 'summary waiting', id: 'summary', 'aria-labelledby': 'summary-title' },
+      el('h2', { id: 'summary-title' }, waiting.length === 1 ? '1 question waits for you' : waiting.length + ' questions wait for you'),
+      el('ul', { class: 'jumps' }, items),
+      who ? el('p', { class: 'muted' }, who) : null);
+  }
+
+  function renderAgent(a, seenConvs, seenCards, waiting) {
+    let section = agentNodes.get(a.name);
+    if (!section) {
+      section = el('section', { class: 'agent', data: { agent: a.name } });
+      section.convs = el('div', { class: 'convs' });
+      agentNodes.set(a.name, section);
+    }
+    const headId = 'agent-' + agentIndex(a.name);
+    section.setAttribute('aria-labelledby', headId);
+    const title = typeof a.agent === 'string' && a.agent ? a.agent : a.name;
+    const head = el('header', { class: 'agent-head' },
+      el('h2', { id: headId }, title, title !== a.name ? el('span', { class: 'muted small' }, ' · ' + a.name) : null),
+      a.reachable
+        ? el('p', { class: 'status ok' }, 'Reachable')
+        : el('p', { class: 'status bad' }, 'Unreachable: ' + (typeof a.reason === 'string' && a.reason ? a.reason : 'no reason was given')));
+    const snap = a.snapshot && typeof a.snapshot === 'object' ? a.snapshot : null;
+    const parts = [head];
+    if (snap) {
+      const belt = list(snap.belt).slice(0, BELT_MAX);
+      if (belt.length) {
+        parts.push(el('div', { class: 'belt', role: 'group', 'aria-label': 'Buttons of ' + title },
+          belt.map((b) => button(b.label || b.id, { class: 'belt-btn', data: { action: b.id, focus: a.name + SEP + 'belt' + SEP + b.id }, 'aria-busy': busy.has('belt' + a.name + b.id) ? 'true' : null },
+            () => tapBelt(a.name, b)))));
+        parts.push(el('p', { class: 'muted small' }, 'Buttons run on the computer, with the agent’s own rights.'));
+      }
+      const starters = list(snap.starters);
+      if (starters.length) {
+        parts.push(el('div', { class: 'starters', role: 'group', 'aria-label': 'Start a new conversation' },
+          el('span', { class: 'label' }, 'Start:'),
+          starters.map((s) => button(s.label || s.id, { class: 'secondary', data: { starter: s.id, focus: a.name + SEP + 'starter' + SEP + s.id } }, () => tapStarter(a.name, s)))));
+      }
+    }
+    const m = agentMsgs.get(a.name);
+    parts.push(el('p', { class: 'msg' + (m && m.error ? ' error' : ''), role: 'status' }, m ? m.text : ''));
+    const convs = [];
+    if (snap) {
+      for (const sp of list(snap.spaces)) {
+        for (const tab of list(sp && sp.tabs)) {
+          for (const c of list(tab && tab.conversations)) {
+            if (!c || typeof c.id !== 'string') continue;
+            const key = convKey(a.name, c);
+            seenConvs.add(key);
+            for (const q of list(c.questions)) {
+              const qk = questionKey(a.name, c, q);
+              seenCards.add(qk);
+              const cs = cards.get(qk);
+              if (!(cs && cs.done)) waiting.push({ key: qk, title: q.title || q.id, agent: title });
+            }
+            const ctx = { agent: a.name, space: sp, tab, conv: c, key, reachable: !!a.reachable };
+            const sig = JSON.stringify([c, sp.title, tab.title, ctx.reachable, convVersion.get(key) || 0]);
+            const cached = convNodes.get(key);
+            if (cached && cached.sig === sig) convs.push(cached.node);
+            else {
+              const node = renderConversation(ctx);
+              convNodes.set(key, { sig, node });
+              convs.push(node);
+            }
+          }
+        }
+      }
+      if (convs.length === 0) convs.push(el('p', { class: 'muted' }, 'No conversations.'));
+    } else {
+      convs.push(el('p', { class: 'muted' }, 'Nothing from this agent yet.'));
+    }
+    sync(section.convs, convs);
+    parts.push(section.convs);
+    sync(section, parts);
+    return section;
+  }
+
+  const agentIds = new Map();
+  function agentIndex(name) {
+    if (!agentIds.has(name)) agentIds.set(name, agentIds.size + 1);
+    return agentIds.get(name);
+  }
+
+  function renderConversation(ctx) {
+    const c = ctx.conv;
+    const titleId = uid('conv');
+    const where = [ctx.space && ctx.space.title, ctx.tab && ctx.tab.title].filter((t) => typeof t === 'string' && t).join(' › ');
+    const head = el('header', { class: 'conv-head' },
+      el('h3', { id: titleId }, c.title || c.id),
+      c.closed ? el('span', { class: 'badge closed' }, 'Closed') : null,
+      where ? el('p', { class: 'muted small where' }, where) : null);
+    const items = el('div', { class: 'items' }, list(c.items).map((it) => renderItem(ctx, it)));
+    const questions = list(c.questions).map((q) => renderQuestion(ctx, q));
+    const m = convMsgs.get(ctx.key);
+    return el('article', { class: 'conv' + (c.closed ? ' is-closed' : ''), 'aria-labelledby': titleId, data: { conv: c.id } },
+      head,
+      items,
+      questions.length ? el('div', { class: 'questions' }, questions) : null,
+      c.closed ? null : renderComposer(ctx),
+      renderConvActions(ctx),
+      el('p', { class: 'msg' + (m && m.error ? ' error' : ''), role: 'status' }, m ? m.text : ''));
+  }
+
+  // ---------------------------------------------------------------- items
+
+  function renderItem(ctx, it) {
+    if (!it || typeof it !== 'object') return null;
+    const text = typeof it.text === 'string' ? it.text : '';
+    const data = { item: typeof it.id === 'string' ? it.id : '' };
+    switch (it.kind) {
+      case 'text': {
+        const user = it.role === 'user';
+        return el('div', { class: 'item text ' + (user ? 'from-user' : 'from-agent'), data },
+          el('p', { class: 'who' }, user ? 'You' : 'Agent'),
+          el('p', { class: 'body' }, text));
+      }
+      case 'markdown':
+        return el('div', { class: 'item md', data }, renderMarkdown(text));
+      case 'code':
+        return el('figure', { class: 'item code', data },
+          typeof it.language === 'string' && it.language ? el('figcaption', { class: 'muted small' }, it.language) : null,
+          el('pre', null, el('code', null, text)));
+      case 'link': {
+        const u = webURL(it.url, false);
+        if (!u) {
+          return el('p', { class: 'item link removed', data }, 'A link was removed: only https:// addresses open here.');
+        }
+        const words = text || u.href;
+        return el('p', { class: 'item link', data }, anchor(u, words), hostNote(u, words));
+      }
+      case 'tool-call': {
+        const t = it.tool && typeof it.tool === 'object' ? it.tool : {};
+        const key = ctx.key + SEP + data.item;
+        const status = typeof t.status === 'string' && t.status ? t.status : '';
+        const d = el('details', { class: 'item tool', data },
+          el('summary', null,
+            el('span', { class: 'tool-name' }, t.name || 'tool'),
+            status ? el('span', { class: 'badge st-' + (['running', 'done', 'failed'].includes(status) ? status : 'other') }, status) : null,
+            t.summary ? el('span', { class: 'tool-summary' }, t.summary) : null),
+          t.output ? el('pre', { class: 'tool-output' }, el('code', null, t.output)) : el('p', { class: 'muted small' }, 'No output.'));
+        if (openDetails.has(key)) d.open = true;
+        d.addEventListener('toggle', () => {
+          if (d.open) openDetails.add(key);
+          else openDetails.delete(key);
+        });
+        return d;
+      }
+      default:
+        return null; // images and files are not items (X6); unknown kinds are not drawn
+    }
+  }
+
+  // ---------------------------------------------------------------- questions
+
+  function renderQuestion(ctx, q) {
+    if (!q || typeof q !== 'object' || typeof q.id !== 'string') return null;
+    const qk = questionKey(ctx.agent, ctx.conv, q);
+    const cs = cards.get(qk) || {};
+    const titleId = uid('q');
+    const fk = (what) => qk + SEP + what;
+    const locked = !!(cs.busy || cs.done);
+    const answer = (payload, label, always, confirm) => sendAnswer(ctx, q, qk, payload, label, always, confirm);
+    let answers = null;
+    switch (q.kind) {
+      case 'yes-no': {
+        const row = [
+          button('Yes', { class: 'primary', data: { answer: 'yes', focus: fk('yes') }, 'aria-disabled': locked ? 'true' : null }, () => answer({ optionIds: ['yes'] }, 'Yes')),
+          button('No', { class: 'secondary', data: { answer: 'no', focus: fk('no') }, 'aria-disabled': locked ? 'true' : null }, () => answer({ optionIds: ['no'] }, 'No')),
+        ];
+        answers = [el('div', { class: 'row answers' }, row)];
+        if (q.allowAlways) {
+          answers.push(el('div', { class: 'row always' },
+            button('Always allow…', { class: 'warn-btn', data: { answer: 'always', focus: fk('always') }, 'aria-disabled': locked || cs.confirm ? 'true' : null, 'aria-describedby': titleId + '-always' },
+              () => answer({ optionIds: ['yes'] }, 'Always allow', true)),
+            el('span', { id: titleId + '-always', class: 'muted small' }, 'Lets later calls like this through without asking. Needs a second tap.')));
+        }
+        break;
+      }
+      case 'choice':
+        answers = [el('div', { class: 'row answers choices', role: 'group', 'aria-labelledby': titleId },
+          list(q.options).map((o) => button(o.label || o.id, { class: 'secondary', data: { option: o.id, focus: fk('opt' + SEP + o.id) }, 'aria-disabled': locked ? 'true' : null },
+            () => answer({ optionIds: [o.id] }, o.label || o.id))))];
+        break;
+      case 'line': {
+        const id = uid('line');
+        const input = el('input', { id, type: 'text', autocomplete: 'off', data: { focus: fk('line') } });
+        input.value = drafts.get(fk('line')) || '';
+        input.addEventListener('input', () => drafts.set(fk('line'), input.value));
+        const form = el('form', { class: 'line-form', novalidate: true },
+          el('label', { for: id }, 'Your answer'),
+          el('div', { class: 'row' }, input, el('button', { type: 'submit', class: 'primary', data: { focus: fk('line-send') } }, 'Send answer')));
+        form.addEventListener('submit', (ev) => {
+          ev.preventDefault();
+          const err = checkText(input.value, 'The answer');
+          if (err) return cardError(ctx, qk, err);
+          answer({ text: input.value }, 'your answer');
+        });
+        answers = [form];
+        break;
+      }
+      case 'form': {
+        const inputs = list(q.fields).map((f) => {
+          const id = uid('field');
+          const k = fk('field' + SEP + f.id);
+          const input = el('input', { id, type: 'text', autocomplete: 'off', data: { focus: k, field: f.id } });
+          input.value = drafts.get(k) || '';
+          input.addEventListener('input', () => drafts.set(k, input.value));
+          return { f, input, node: el('div', { class: 'field' }, el('label', { for: id }, f.label || f.id), input) };
+        });
+        const form = el('form', { class: 'ask-form', novalidate: true }, inputs.map((x) => x.node),
+          el('button', { type: 'submit', class: 'primary', data: { focus: fk('form-send') } }, 'Send answers'));
+        form.addEventListener('submit', (ev) => {
+          ev.preventDefault();
+          const values = {};
+          for (const x of inputs) {
+            const err = checkText(x.input.value, '“' + (x.f.label || x.f.id) + '”');
+            if (err) {
+              x.input.focus();
+              return cardError(ctx, qk, err);
+            }
+            values[x.f.id] = x.input.value;
+          }
+          answer({ values }, 'your answers');
+        });
+        answers = [form];
+        break;
+      }
+      default:
+        answers = [el('p', { class: 'muted' }, 'This page cannot show a question of this kind; answer it on the computer.')];
+    }
+    let confirm = null;
+    if (cs.confirm) {
+      const sc = cs.confirm.scope && typeof cs.confirm.scope === 'object' ? cs.confirm.scope : null;
+      const ready = Date.now() >= cs.confirm.readyAt;
+      const details = [];
+      if (sc) {
+        if (sc.text) details.push(el('p', { class: 'scope-text' }, sc.text));
+        const dl = el('dl', { class: 'scope' });
+        if (sc.tool) add(dl, [el('dt', null, 'Tool'), el('dd', null, sc.tool)]);
+        add(dl, [el('dt', null, 'Commands'), el('dd', null, sc.commandPrefix ? 'starting with “' + sc.commandPrefix + '”' : 'every command of this tool')]);
+        if (sc.durationSeconds > 0) add(dl, [el('dt', null, 'For'), el('dd', null, duration(sc.durationSeconds))]);
+        details.push(dl);
+      } else {
+        details.push(el('p', null, 'The agent did not say what this would let through.'));
+      }
+      confirm = el('div', { class: 'confirm', role: 'group', 'aria-label': 'Confirm always allow' },
+        el('p', { class: 'confirm-title' }, cs.confirm.message || 'Always allow lets every later call in this scope through unasked.'),
+        details,
+        cs.confirm.expires ? el('p', { class: 'muted small' }, 'Confirm before ' + clock(cs.confirm.expires) + ', or tap Always allow again.') : null,
+        el('div', { class: 'row' },
+          button('Confirm always allow', { class: 'danger', data: { answer: 'confirm-always', focus: fk('confirm') }, disabled: !ready || cs.busy },
+            () => answer({ optionIds: ['yes'] }, 'Always allow', true, cs.confirm)),
+          button('Cancel', { class: 'secondary', data: { focus: fk('cancel') } }, () => {
+            const c = cards.get(qk);
+            if (c) c.confirm = null;
+            touch(ctx.key);
+            render();
+          })));
+    }
+    let status = '';
+    if (cs.busy) status = 'Sending…';
+    else if (cs.done) status = cs.done;
+    return el('section', { class: 'question' + (cs.done ? ' done' : ''), 'aria-labelledby': titleId, 'aria-busy': cs.busy ? 'true' : null, data: { question: q.id, qkey: qk } },
+      el('h4', { id: titleId, tabindex: '-1' }, q.title || q.id),
+      q.shortened ? el('p', { class: 'badge shortened' }, 'Text shortened') : null,
+      q.rationale ? el('p', { class: 'rationale' }, q.rationale) : null,
+      answers,
+      confirm,
+      el('p', { class: 'msg ok', role: 'status' }, status),
+      el('p', { class: 'msg error', role: 'alert' }, cs.error || ''));
+  }
+
+  function checkText(s, what) {
+    const n = bytes(s);
+    if (n === 0) return what + ' is empty; type something first.';
+    if (n > SEND_MAX) return what + ' is ' + n + ' bytes; the limit is ' + SEND_MAX + '. Shorten it.';
+    return '';
+  }
+
+  function cardError(ctx, qk, text) {
+    card(qk).error = text;
+    touch(ctx.key);
+    render();
+  }
+
+  // sendAnswer posts an answer. "Always allow" goes twice: the first
+  // request returns 428 with a confirmation token and the scope; only the
+  // tap on "Confirm always allow" sends it back (D7).
+  async function sendAnswer(ctx, q, qk, payload, label, always, confirm) {
+    const cs = card(qk);
+    if (cs.busy || cs.done) return;
+    if (always && cs.confirm && !confirm) return; // the confirmation is on screen already
+    if (confirm && Date.now() < confirm.readyAt) return;
+    const body = Object.assign({
+      requestId: confirm ? confirm.requestId : requestId(),
+      conversation: ctx.conv.id,
+      question: q.id,
+      revision: q.revision,
+    }, payload);
+    if (always) body.always = true;
+    if (confirm) body.confirm = confirm.token;
+    cs.busy = true;
+    cs.error = '';
+    touch(ctx.key);
+    render();
+    const r = await call('POST', agentPath(ctx.agent, 'answer'), body);
+    const c = card(qk);
+    c.busy = false;
+    if (r.status === 401) return showRevoked();
+    if (r.ok) {
+      c.confirm = null;
+      c.done = 'Sent: ' + label + '.';
+      for (const k of drafts.keys()) if (k.startsWith(qk + SEP)) drafts.delete(k);
+    } else if (r.status === 428 && r.code === 'confirm-always' && r.data && typeof r.data.confirm === 'string') {
+      c.confirm = { token: r.data.confirm, expires: r.data.expires, scope: r.data.scope, message: r.message, requestId: body.requestId, readyAt: Date.now() + CONFIRM_DELAY };
+      setTimeout(() => {
+        touch(ctx.key);
+        render();
+      }, CONFIRM_DELAY + 20);
+    } else {
+      c.confirm = null;
+      c.error = r.message;
+    }
+    touch(ctx.key);
+    render();
+  }
+
+  function duration(sec) {
+    const units = [[86400, 'day'], [3600, 'hour'], [60, 'minute'], [1, 'second']];
+    for (const [n, name] of units) {
+      if (sec >= n && sec % n === 0) {
+        const k = sec / n;
+        return k + ' ' + name + (k === 1 ? '' : 's');
+      }
+    }
+    return sec + ' seconds';
+  }
+
+  function clock(iso) {
+    const d = new Date(iso);
+    if (isNaN(d.getTime())) return String(iso);
+    return d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  function setAgentMsg(agent, text, error) {
+    agentMsgs.set(agent, { text, error });
+    render();
+  }
+
+  async function tapBelt(agent, b) {
+    const k = 'belt' + agent + b.id;
+    if (busy.has(k)) return;
+    busy.add(k);
+    setAgentMsg(agent, 'Sending “' + (b.label || b.id) + '”…');
+    const r = await call('POST', agentPath(agent, 'action'), { requestId: requestId(), action: b.id });
+    busy.delete(k);
+    if (r.status === 401) return showRevoked();
+    setAgentMsg(agent, r.ok ? 'Done: “' + (b.label || b.id) + '” was sent.' : r.message, !r.ok);
+  }
+
+  async function tapStarter(agent, s) {
+    const k = 'starter' + agent + s.id;
+    if (busy.has(k)) return;
+    busy.add(k);
+    setAgentMsg(agent, 'Starting “' + (s.label || s.id) + '”…');
+    const r = await call('POST', agentPath(agent, 'starter'), { requestId: requestId(), starter: s.id });
+    busy.delete(k);
+    if (r.status === 401) return showRevoked();
+    setAgentMsg(agent, r.ok ? 'Started “' + (s.label || s.id) + '”.' : r.message, !r.ok);
+  }
+
+  async function convWrite(ctx, write, body, doing, done) {
+    const k = ctx.key + SEP + write;
+    if (busy.has(k)) return false;
+    busy.add(k);
+    convMsgs.set(ctx.key, { text: doing });
+    touch(ctx.key);
+    render();
+    const r = await call('POST', agentPath(ctx.agent, write), Object.assign({ requestId: requestId() }, body));
+    busy.delete(k);
+    if (r.status === 401) {
+      showRevoked();
+      return false;
+    }
+    convMsgs.set(ctx.key, r.ok ? { text: done } : { text: r.message, error: true });
+    touch(ctx.key);
+    render();
+    return r.ok;
+  }
+
+  function renderComposer(ctx) {
+    const fk = ctx.key + SEP + 'draft';
+    const id = uid('send');
+    const countId = id + '-count';
+    const ta = el('textarea', { id, rows: '2', data: { focus: fk }, 'aria-describedby': countId });
+    ta.value = drafts.get(fk) || '';
+    const steer = el('input', { type: 'checkbox', id: id + '-steer', data: { focus: fk + '-steer' } });
+    steer.checked = drafts.get(fk + '-steer') === '1';
+    const count = el('span', { id: countId, class: 'count muted small', 'aria-live': 'polite' });
+    const showCount = () => {
+      const n = bytes(ta.value);
+      count.textContent = n > SEND_MAX * 0.9 ? n + ' / ' + SEND_MAX + ' bytes' : '';
+      count.className = 'count small ' + (n > SEND_MAX ? 'bad' : 'muted');
+    };
+    showCount();
+    ta.addEventListener('input', () => {
+      drafts.set(fk, ta.value);
+      showCount();
+    });
+    steer.addEventListener('change', () => drafts.set(fk + '-steer', steer.checked ? '1' : ''));
+    const form = el('form', { class: 'composer', novalidate: true },
+      el('label', { for: id }, 'Message to this conversation'),
+      ta,
+      el('div', { class: 'row' },
+        el('label', { class: 'check', for: id + '-steer' }, steer, ' Steer the running turn'),
+        count,
+        el('button', { type: 'submit', class: 'primary', data: { focus: fk + '-send' } }, 'Send')));
+    const submit = async (ev) => {
+      if (ev) ev.preventDefault();
+      const err = checkText(ta.value, 'The message');
+      if (err) {
+        convMsgs.set(ctx.key, { text: err, error: true });
+        touch(ctx.key);
+        render();
+        return;
+      }
+      const body = { conversation: ctx.conv.id, text: ta.value };
+      if (steer.checked) body.steer = true;
+      if (await convWrite(ctx, 'send', body, 'Sending…', 'Sent.')) {
+        drafts.delete(fk);
+        drafts.delete(fk + '-steer');
+        touch(ctx.key);
+        render();
+      }
+    };
+    form.addEventListener('submit', submit);
+    ta.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) submit(ev);
+    });
+    return form;
+  }
+
+  function renderConvActions(ctx) {
+    const c = ctx.conv;
+    const fk = (w) => ctx.key + SEP + w;
+    const row = [];
+    if (!c.closed) {
+      row.push(button('Stop the turn', { class: 'secondary small-btn', data: { focus: fk('abort') } },
+        () => convWrite(ctx, 'abort', { conversation: c.id }, 'Stopping…', 'Asked the agent to stop.')));
+      row.push(button('Close', { class: 'secondary small-btn', data: { focus: fk('close') } },
+        () => convWrite(ctx, 'close', { conversation: c.id }, 'Closing…', 'Closed.')));
+    } else {
+      row.push(button('Reopen', { class: 'secondary small-btn', data: { focus: fk('reopen') } },
+        () => convWrite(ctx, 'reopen', { conversation: c.id }, 'Reopening…', 'Reopened.')));
+    }
+    if (!renaming.has(ctx.key)) {
+      row.push(button('Rename', { class: 'secondary small-btn', data: { focus: fk('rename') } }, () => {
+        renaming.add(ctx.key);
+        touch(ctx.key);
+        render();
+        const input = findFocus(fk('rename-input'));
+        if (input) input.focus();
+      }));
+      return el('div', { class: 'row conv-actions' }, row);
+    }
+    const id = uid('rename');
+    const input = el('input', { id, type: 'text', autocomplete: 'off', data: { focus: fk('rename-input') } });
+    input.value = drafts.has(fk('rename-input')) ? drafts.get(fk('rename-input')) : (c.title || '');
+    input.addEventListener('input', () => drafts.set(fk('rename-input'), input.value));
+    const stop = () => {
+      renaming.delete(ctx.key);
+      drafts.delete(fk('rename-input'));
+      touch(ctx.key);
+      render();
+    };
+    const form = el('form', { class: 'rename', novalidate: true },
+      el('label', { for: id }, 'New name'),
+      el('div', { class: 'row' }, input,
+        el('button', { type: 'submit', class: 'primary', data: { focus: fk('rename-save') } }, 'Save'),
+        button('Cancel', { class: 'secondary', data: { focus: fk('rename-cancel') } }, stop)));
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const title = input.value.trim();
+      const n = bytes(title);
+      if (n === 0 || n > 256) {
+        convMsgs.set(ctx.key, { text: 'A name is 1 to 256 bytes.', error: true });
+        touch(ctx.key);
+        render();
+        return;
+      }
+      if (await convWrite(ctx, 'rename', { conversation: c.id, title }, 'Renaming…', 'Renamed.')) stop();
+    });
+    return el('div', { class: 'conv-actions' }, el('div', { class: 'row' }, row), form);
+  }
+
+  // ---------------------------------------------------------------- focus
+
+  function findFocus(key) {
+    for (const e of main.querySelectorAll('[data-focus]')) if (e.dataset.focus === key) return e;
+    return null;
+  }
+
+  function rememberFocus() {
+    const a = document.activeElement;
+    if (!a || !main.contains(a) || !a.dataset || !a.dataset.focus) return null;
+    const f = { key: a.dataset.focus };
+    if (typeof a.selectionStart === 'number') {
+      f.start = a.selectionStart;
+      f.end = a.selectionEnd;
+    }
+    return f;
+  }
+
+  function restoreFocus(f) {
+    if (!f) return;
+    const a = document.activeElement;
+    if (a && a.dataset && a.dataset.focus === f.key && main.contains(a)) return;
+    const e = findFocus(f.key);
+    if (!e || e.disabled) return;
+    e.focus({ preventScroll: true });
+    if (f.start !== undefined && typeof e.setSelectionRange === 'function') {
+      try {
+        e.setSelectionRange(f.start, f.end);
+      } catch (err) {
+        // Not a text input any more.
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- start
+
+  window.addEventListener('hashchange', () => {
+    const s = takeSecret();
+    if (s !== null) showPairing(s);
+  });
+
+  const secret = takeSecret();
+  if (secret !== null) showPairing(secret);
+  else enter();
+})();

@@ -1,0 +1,100 @@
+// Package web is the page a paired phone or browser opens: one HTML file,
+// one script and one style sheet, embedded in the binary and served by the
+// device API at /. There is no build step and nothing is loaded from
+// anywhere else.
+//
+// Every string a durable agent wrote reaches the page as JSON and is drawn
+// with text nodes only (X1, X6): the script never parses HTML, and the
+// Content-Security-Policy below makes the browser refuse inline script,
+// other origins, and (with Trusted Types) any assignment of a string to an
+// HTML sink, should one ever slip in.
+package web
+
+import (
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"io/fs"
+	"net/http"
+	"strings"
+)
+
+//go:embed index.html app.js app.css icon.svg
+var files embed.FS
+
+// CSP is the Content-Security-Policy of every response of the page: its
+// own script and style only, requests only to its own origin, no plugins,
+// no <base>, no framing, and no strings into HTML sinks.
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+	"connect-src 'self'; manifest-src 'self'; form-action 'none'; object-src 'none'; " +
+	"base-uri 'none'; frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types 'none'"
+
+// Files returns the embedded files, for tests that read what is served.
+func Files() fs.FS { return files }
+
+type asset struct {
+	name, contentType string
+	body              []byte
+	etag              string
+}
+
+// routes maps a request path to what it serves.
+var routes = func() map[string]asset {
+	list := []asset{
+		{name: "index.html", contentType: "text/html; charset=utf-8"},
+		{name: "app.js", contentType: "text/javascript; charset=utf-8"},
+		{name: "app.css", contentType: "text/css; charset=utf-8"},
+		{name: "icon.svg", contentType: "image/svg+xml"},
+	}
+	m := map[string]asset{}
+	for _, a := range list {
+		b, err := files.ReadFile(a.name)
+		if err != nil {
+			panic("web: " + a.name + " is not embedded: " + err.Error())
+		}
+		sum := sha256.Sum256(b)
+		a.body, a.etag = b, `"`+hex.EncodeToString(sum[:12])+`"`
+		m["/"+a.name] = a
+	}
+	m["/"] = m["/index.html"]
+	return m
+}()
+
+// Handler serves the page. Mount it at "GET /": paths other than the
+// page's own files are 404.
+func Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", CSP)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		h.Set("Cross-Origin-Resource-Policy", "same-origin")
+		h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=(), usb=()")
+		a, ok := routes[r.URL.Path]
+		if !ok {
+			h.Set("Cache-Control", "no-store")
+			http.Error(w, "not found", http.StatusNotFound)
+			return
+		}
+		// Revalidated each time, so a new binary's page is used at once.
+		h.Set("Cache-Control", "no-cache")
+		h.Set("ETag", a.etag)
+		if match := r.Header.Get("If-None-Match"); match != "" && etagMatch(match, a.etag) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		h.Set("Content-Type", a.contentType)
+		w.Write(a.body)
+	})
+}
+
+func etagMatch(header, etag string) bool {
+	for _, t := range strings.Split(header, ",") {
+		if t = strings.TrimSpace(t); t == etag || t == "*" {
+			return true
+		}
+	}
+	return false
+}
