@@ -67,6 +67,9 @@ type Options struct {
 	Retention Retention
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+
+	// syncFile is fsync; tests make it slow or fail.
+	syncFile func(*os.File) error
 }
 
 // Retention is how long receipts are kept: at most MaxAge, and only the
@@ -159,6 +162,9 @@ func Open(opts Options) (*Log, Opened, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.syncFile == nil {
+		opts.syncFile = (*os.File).Sync
 	}
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, op, fmt.Errorf("create the state folder %s: %w; check that its parent is yours and writable", opts.Dir, err)
@@ -567,11 +573,9 @@ func (l *Log) syncer() {
 func (l *Log) syncRound() {
 	target := l.written.Load()
 	l.fmu.RLock()
-	err := l.f.Sync()
-	if l.rc != nil {
-		if rerr := l.rc.f.Sync(); err == nil {
-			err = rerr
-		}
+	err := l.opts.syncFile(l.f)
+	if rerr := l.opts.syncFile(l.rc.f); err == nil {
+		err = rerr
 	}
 	l.fmu.RUnlock()
 	l.smu.Lock()
@@ -596,15 +600,21 @@ func (l *Log) pruner() {
 	for {
 		select {
 		case <-t.C:
-			err := l.locked(func() error { return l.rc.maybePrune(l.opts.Now()) })
-			if err != nil && !errors.Is(err, ErrClosed) {
-				l.smu.Lock()
-				l.bgErr = err
-				l.smu.Unlock()
-			}
+			l.pruneTick()
 		case <-l.stop:
 			return
 		}
+	}
+}
+
+// pruneTick prunes the receipts when a day has passed since they were
+// last pruned; an error waits for the next Record.
+func (l *Log) pruneTick() {
+	err := l.locked(func() error { return l.rc.maybePrune(l.opts.Now()) })
+	if err != nil && !errors.Is(err, ErrClosed) {
+		l.smu.Lock()
+		l.bgErr = err
+		l.smu.Unlock()
 	}
 }
 

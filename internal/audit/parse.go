@@ -289,7 +289,7 @@ func CheckFields(r Record) error {
 		}
 		k, ok := want[f.Key]
 		if !ok {
-			return fmt.Errorf("a %s line has the field %q, which A3 does not list for it", r.Event, f.Key)
+			return fmt.Errorf("%s lines do not keep the field %q: A3 does not list it", r.Event, f.Key)
 		}
 		if got := kindOf(f.Value); got != k {
 			return fmt.Errorf("its field %q is %s, not %s", f.Key, got, k)
@@ -302,17 +302,17 @@ func CheckFields(r Record) error {
 	}
 	for _, f := range sc.fields {
 		if r.Get(f.key) == nil {
-			return fmt.Errorf("a %s line lacks the field %q", r.Event, f.key)
+			return fmt.Errorf("%s lines keep the field %q, which this one lacks", r.Event, f.key)
 		}
 	}
 	if len(sc.oneOf) > 0 && len(chosen) != 1 {
-		return fmt.Errorf("a %s line keeps exactly one of %q and %q, not %d", r.Event, sc.oneOf[0].key, sc.oneOf[1].key, len(chosen))
+		return fmt.Errorf("%s lines keep exactly one of %q and %q, and this one has %d", r.Event, sc.oneOf[0].key, sc.oneOf[1].key, len(chosen))
 	}
 	switch {
 	case sc.tap && result == "":
-		return fmt.Errorf("a %s line lacks its result", r.Event)
+		return fmt.Errorf("%s lines keep a result, which this one lacks", r.Event)
 	case !sc.tap && result == StatusOK:
-		return fmt.Errorf("a %s line carries a result only when it was not ok", r.Event)
+		return fmt.Errorf("%s lines carry a result only when it was not ok", r.Event)
 	case result != "" && result != StatusOK && !hasReason:
 		return fmt.Errorf("a %s result has no reason", result)
 	case hasReason && (result == "" || result == StatusOK):
