@@ -7,6 +7,7 @@ import (
 	"image/png"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -128,6 +129,11 @@ func (b *browserBackend) waitForwards(t *testing.T, n int) []forwarded {
 const hostileMarkdown = "# Plan\n\n- **build** the `site`\n- read [the docs](https://example.org/docs) or [this](javascript:alert(1))\n\n" +
 	"<img src=x onerror=alert(1)> and <script>alert(2)</script>"
 
+// structuredMarkdown shows what the renderer draws; the tag in the fence
+// stays characters too.
+const structuredMarkdown = "1. first\n2. second\n   - nested *item*\n\n> quoted *note*\n\n```\n<b>not bold</b>\n```\n\n" +
+	"keep snake_case_name, __strong__ and ***both***; see <https://example.org/notes>"
+
 // agentSnapshot is what the demo agent sends, hostile bits included; the
 // bridge's decoder cleans it (X1–X5) as it would in the daemon.
 func agentSnapshot(t *testing.T, extra ...string) *wire.Snapshot {
@@ -147,7 +153,8 @@ func agentSnapshot(t *testing.T, extra ...string) *wire.Snapshot {
 		{"id":"i5","kind":"link","text":"Build report","url":"https://example.org/report/42"},
 		{"id":"i6","kind":"tool-call","tool":{"name":"Bash","status":"done","summary":"go test ./...","output":"ok  \tgithub.com/collie-linux/site\t0.42s\n"}}
 	],"questions":[` + strings.Join(questions, ",") + `]},
-	{"id":"c2","title":"Release notes","items":[{"id":"n1","kind":"text","role":"agent","text":"I need two things before I write the notes."}],"questions":[
+	{"id":"c2","title":"Release notes","items":[{"id":"n1","kind":"text","role":"agent","text":"I need two things before I write the notes."},
+		{"id":"n2","kind":"markdown","text":` + jsonString(structuredMarkdown) + `}],"questions":[
 		{"id":"q-line","kind":"line","title":"Name of this release?","revision":1},
 		{"id":"q-form","kind":"form","title":"Who signs it off?","revision":1,"fields":[{"id":"name","label":"Name"},{"id":"team","label":"Team"}]},
 		{"id":"q-short","kind":"yes-no","title":"Publish\u200b now?","revision":1}
@@ -192,6 +199,26 @@ func browserView(s *wire.Snapshot) []control.AgentView {
 		{AgentStatus: control.AgentStatus{Name: "demo", Agent: "Site deployer", Transport: "socket", Reachable: true}, Snapshot: s},
 		{AgentStatus: control.AgentStatus{Name: "backup", Transport: "socket", Reason: "socket-not-private: /run/user/1000/desk/backup.sock is a symlink"}},
 	}
+}
+
+// httpDo makes a request as a device outside the browser would.
+func httpDo(t *testing.T, method, url, cred, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cred != "" {
+		req.Header.Set("Authorization", "Bearer "+cred)
+		req.Header.Set(WriteHeader, "1")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
@@ -289,15 +316,44 @@ func TestWebAppInChromium(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
+	// click taps an element with real mouse events. A render may replace
+	// the element between the lookup and the tap; then it looks again.
+	click := func(t *testing.T, what, sel string) {
+		t.Helper()
+		for try := 0; ; try++ {
+			tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			err := chromedp.Do(tctx, chromedp.Click(chromedp.CSS(sel)))
+			cancel()
+			if err == nil {
+				return
+			}
+			if try == 3 || !strings.Contains(err.Error(), "node with given id") {
+				t.Fatalf("%s: %v", what, err)
+			}
+		}
+	}
+
+	// text reads an element's text in one step in the page, so a render
+	// that replaces the element between a query and a read cannot race it.
 	text := func(t *testing.T, sel string) string {
 		t.Helper()
-		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		s, err := chromedp.Run(tctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("read %s: %v", sel, err)
+		q, _ := json.Marshal(sel)
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			s, err := chromedp.Run(tctx, chromedp.Evaluate[*string](`(() => { const e = document.querySelector(`+string(q)+`); return e ? e.textContent : null; })()`))
+			cancel()
+			if err != nil {
+				t.Fatalf("read %s: %v", sel, err)
+			}
+			if s != nil {
+				return *s
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("nothing matches %s", sel)
+			}
+			time.Sleep(25 * time.Millisecond)
 		}
-		return s
 	}
 	// waitText waits until the element's text contains want.
 	waitText := func(t *testing.T, sel, want string) {
@@ -322,6 +378,37 @@ func TestWebAppInChromium(t *testing.T) {
 		return chromedp.Evaluate[chromedp.Void](`document.querySelector(` + string(q) + `).value = ` + string(val))
 	}
 
+	shots := os.Getenv("COLLIE_WEB_SCREENSHOT_DIR")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	// shoot saves a PNG of the viewport, or of one element, for a human to
+	// look at; it checks only that it is a PNG.
+	shoot := func(t *testing.T, name string, sel string) string {
+		t.Helper()
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		var buf []byte
+		var err error
+		if sel == "" {
+			buf, err = chromedp.Run(tctx, chromedp.CaptureScreenshot())
+		} else {
+			buf, err = chromedp.Run(tctx, chromedp.Screenshot(chromedp.CSS(sel)))
+		}
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		if _, err := png.Decode(bytes.NewReader(buf)); err != nil {
+			t.Fatalf("the screenshot %s is not a PNG: %v", name, err)
+		}
+		path := filepath.Join(shots, name)
+		if err := os.WriteFile(path, buf, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s", path)
+		return path
+	}
+
 	// Pairing: the secret travels in the fragment, which the page reads
 	// and removes at once, and the code matches collie pair's.
 	p, err := pairs.New()
@@ -338,6 +425,7 @@ func TestWebAppInChromium(t *testing.T) {
 	if warn := text(t, ".pair .warn"); warn != "Pair only if this matches the code in your terminal." {
 		t.Fatalf("the pairing warning reads %q", warn)
 	}
+	shoot(t, "collie-web-pair.png", "")
 	loc, err := chromedp.Run(ctx, chromedp.Location())
 	if err != nil || loc != srv.URL+"/" {
 		t.Fatalf("the address bar still holds the secret: %q (%v)", loc, err)
@@ -422,6 +510,7 @@ func TestWebAppInChromium(t *testing.T) {
 		wantLinks := []link{
 			{"https://example.org/docs", "noopener noreferrer", "_blank", "the docs"},
 			{"https://example.org/report/42", "noopener noreferrer", "_blank", "Build report"},
+			{"https://example.org/notes", "noopener noreferrer", "_blank", "https://example.org/notes"},
 		}
 		if !slices.Equal(got.Links, wantLinks) {
 			t.Errorf("X6: links %+v, want %+v", got.Links, wantLinks)
@@ -446,10 +535,26 @@ func TestWebAppInChromium(t *testing.T) {
 		if got.BeltButtons != "Run tests | Tail logs" {
 			t.Errorf("D2: belt %q", got.BeltButtons)
 		}
+		md, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+			const md = document.querySelector('[data-item="n2"]');
+			const one = (s) => { const e = md.querySelector(s); return e ? e.textContent : 'MISSING ' + s; };
+			return [
+				String(md.querySelectorAll(':scope > ol > li').length),
+				one('ol > li > ul > li'), one('ol > li > ul > li em'),
+				one('blockquote em'), one('pre > code'), String(md.querySelectorAll('b').length),
+				one('strong'), one('strong > em'), md.lastChild.textContent,
+				md.querySelector('a').getAttribute('href'),
+			];
+		})()`))
+		want := []string{"2", "nested item", "item", "note", "<b>not bold</b>", "0", "strong", "both",
+			"keep snake_case_name, strong and both; see https://example.org/notes", "https://example.org/notes"}
+		if err != nil || !slices.Equal(md, want) {
+			t.Errorf("X6: the markdown renderer drew %q, want %q (%v)", md, want, err)
+		}
 	})
 
 	t.Run("D6_D9_tap_yes_answers_with_the_revision_shown", func(t *testing.T) {
-		do(t, 5*time.Second, "tap Yes", chromedp.Click(chromedp.CSS(`[data-question="q-yes"] [data-answer="yes"]`)))
+		click(t, "tap Yes", `[data-question="q-yes"] [data-answer="yes"]`)
 		w := back.waitForwards(t, 1)
 		a, ok := w[0].req.(*wire.AnswerRequest)
 		if !ok || w[0].agent != "demo" || w[0].path != wire.AnswerPath {
@@ -459,10 +564,29 @@ func TestWebAppInChromium(t *testing.T) {
 			t.Fatalf("the answer: %+v", a)
 		}
 		waitText(t, `[data-question="q-yes"] .msg.ok`, "Sent: Yes.")
+		// Another device answers the choice first: the tap here is refused,
+		// and the card says who answered and when (D9).
+		p2, err := pairs.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		status, body := httpDo(t, "POST", srv.URL+"/api/v1/pair", "", `{"secret":"`+p2.Secret+`","name":"laptop"}`)
+		var pr PairReply
+		if json.Unmarshal([]byte(body), &pr); status != 200 || pr.Credential == "" {
+			t.Fatalf("pair a second device: %d %s", status, body)
+		}
+		if status, body := httpDo(t, "POST", srv.URL+"/api/v1/agents/demo/answer", pr.Credential,
+			`{"requestId":"laptop-1","conversation":"c1","question":"q-choice","revision":1,"optionIds":["eu"]}`); status != 200 {
+			t.Fatalf("the laptop's answer: %d %s", status, body)
+		}
+		back.waitForwards(t, 2)
+		click(t, "tap a choice answered elsewhere", `[data-question="q-choice"] [data-option="us"]`)
+		waitText(t, `[data-question="q-choice"] .msg.error`, "this question was answered already, by laptop at ")
+		back.waitForwards(t, 2)
 		// A second tap on the same card sends nothing more.
-		do(t, 5*time.Second, "tap No after Yes", chromedp.Click(chromedp.CSS(`[data-question="q-yes"] [data-answer="no"]`)))
+		click(t, "tap No after Yes", `[data-question="q-yes"] [data-answer="no"]`)
 		time.Sleep(200 * time.Millisecond)
-		back.waitForwards(t, 1)
+		back.waitForwards(t, 2)
 	})
 
 	t.Run("D7_always_allow_needs_the_second_tap", func(t *testing.T) {
@@ -470,22 +594,22 @@ func TestWebAppInChromium(t *testing.T) {
 			chromedp.Click(chromedp.CSS(`[data-question="q-always"] [data-answer="always"]`)),
 			chromedp.WaitVisible(chromedp.CSS(`[data-question="q-always"] .confirm`)))
 		confirm := text(t, `[data-question="q-always"] .confirm`)
+		shoot(t, "collie-web-confirm.png", `[data-question="q-always"]`)
 		for _, want := range []string{"tap again to confirm", "Bash: git push …, for an hour", "git push", "1 hour"} {
 			if !strings.Contains(confirm, want) {
 				t.Errorf("D7: the confirmation does not show %q: %q", want, confirm)
 			}
 		}
 		// Tapping Always allow again is not the confirmation.
-		do(t, 5*time.Second, "tap Always allow again", chromedp.Click(chromedp.CSS(`[data-question="q-always"] [data-answer="always"]`)))
+		click(t, "tap Always allow again", `[data-question="q-always"] [data-answer="always"]`)
 		time.Sleep(confirmDelay)
-		back.waitForwards(t, 1) // still only the Yes of the other question
-		do(t, 5*time.Second, "confirm",
-			chromedp.WaitEnabled(chromedp.CSS(`[data-question="q-always"] [data-answer="confirm-always"]`)),
-			chromedp.Click(chromedp.CSS(`[data-question="q-always"] [data-answer="confirm-always"]`)))
-		w := back.waitForwards(t, 2)
-		a, ok := w[1].req.(*wire.AnswerRequest)
+		back.waitForwards(t, 2) // still only the two answers to the other questions
+		do(t, 5*time.Second, "wait for the confirm button", chromedp.WaitEnabled(chromedp.CSS(`[data-question="q-always"] [data-answer="confirm-always"]`)))
+		click(t, "confirm", `[data-question="q-always"] [data-answer="confirm-always"]`)
+		w := back.waitForwards(t, 3)
+		a, ok := w[2].req.(*wire.AnswerRequest)
 		if !ok || a.Question != "q-always" || a.Revision != 2 || !a.Always || !slices.Equal(a.OptionIDs, []string{wire.Yes}) {
-			t.Fatalf("D7: the confirmed answer: %+v", w[1])
+			t.Fatalf("D7: the confirmed answer: %+v", w[2])
 		}
 		waitText(t, `[data-question="q-always"] .msg.ok`, "Sent: Always allow.")
 	})
@@ -499,17 +623,17 @@ func TestWebAppInChromium(t *testing.T) {
 		waitText(t, `[data-conv="c1"] > .msg`, "The message is 32770 bytes; the limit is 32768")
 		do(t, 5*time.Second, "send an empty message", setValue(ta, ""), chromedp.Click(chromedp.CSS(send)))
 		waitText(t, `[data-conv="c1"] > .msg`, "The message is empty")
-		back.waitForwards(t, 2)
+		back.waitForwards(t, 3)
 		do(t, 5*time.Second, "send a message", setValue(ta, "Ship it after lunch"), chromedp.Click(chromedp.CSS(send)))
-		w := back.waitForwards(t, 3)
-		if s, ok := w[2].req.(*wire.SendRequest); !ok || w[2].path != wire.SendPath || s.Conversation != "c1" || s.Text != "Ship it after lunch" || s.Steer {
-			t.Fatalf("sent %+v", w[2])
+		w := back.waitForwards(t, 4)
+		if s, ok := w[3].req.(*wire.SendRequest); !ok || w[3].path != wire.SendPath || s.Conversation != "c1" || s.Text != "Ship it after lunch" || s.Steer {
+			t.Fatalf("sent %+v", w[3])
 		}
 		waitText(t, `[data-conv="c1"] > .msg`, "Sent.")
-		do(t, 5*time.Second, "tap a belt button", chromedp.Click(chromedp.CSS(`.belt-btn[data-action="tests"]`)))
-		w = back.waitForwards(t, 4)
-		if a, ok := w[3].req.(*wire.ActionRequest); !ok || w[3].path != wire.ActionPath || a.Action != "tests" {
-			t.Fatalf("D2: the belt tap forwarded %+v", w[3])
+		click(t, "tap a belt button", `.belt-btn[data-action="tests"]`)
+		w = back.waitForwards(t, 5)
+		if a, ok := w[4].req.(*wire.ActionRequest); !ok || w[4].path != wire.ActionPath || a.Action != "tests" {
+			t.Fatalf("D2: the belt tap forwarded %+v", w[4])
 		}
 	})
 
@@ -533,10 +657,6 @@ func TestWebAppInChromium(t *testing.T) {
 	})
 
 	t.Run("screenshot", func(t *testing.T) {
-		dir := os.Getenv("COLLIE_WEB_SCREENSHOT_DIR")
-		if dir == "" {
-			dir = t.TempDir()
-		}
 		do(t, 5*time.Second, "scroll to the top", chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
 		buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 		if err != nil {
@@ -546,7 +666,7 @@ func TestWebAppInChromium(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the screenshot is not a PNG: %v", err)
 		}
-		path := filepath.Join(dir, "collie-web-main.png")
+		path := filepath.Join(shots, "collie-web-main.png")
 		if err := os.WriteFile(path, buf, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -554,6 +674,27 @@ func TestWebAppInChromium(t *testing.T) {
 			t.Fatalf("the screenshot %s is %dx%d, want 412 wide and a page at least 915 high", path, b.Dx(), b.Dy())
 		}
 		t.Logf("screenshot of the main view: %s (%dx%d)", path, img.Bounds().Dx(), img.Bounds().Dy())
+	})
+
+	t.Run("X6_hostile_markdown_renders_in_bounded_time", func(t *testing.T) {
+		// 32 KiB built to make a naive parser search the rest of the text
+		// at every character.
+		hostile := strings.Repeat("[", 6000) + strings.Repeat("*a", 3000) + strings.Repeat("`", 3000) +
+			strings.Repeat("_", 3000) + strings.Repeat("<", 3000) + strings.Repeat("**", 3000) + strings.Repeat("> ", 1500)
+		hostile = hostile[:min(len(hostile), 32768)]
+		s := agentSnapshot(t)
+		s.Spaces[0].Tabs[0].Conversations = append(s.Spaces[0].Tabs[0].Conversations, wire.Conversation{
+			ID: "c4", Title: "Stress", Items: []wire.Item{{ID: "h1", Kind: wire.KindMarkdown, Text: hostile}}})
+		back.setView(browserView(s))
+		start := time.Now()
+		api.Changed()
+		do(t, 2*time.Second, "render 32 KiB of hostile markdown", chromedp.WaitVisible(chromedp.CSS(`[data-item="h1"]`)))
+		took := time.Since(start)
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelector('[data-item="h1"]').textContent.length`))
+		if err != nil || n < 20000 {
+			t.Fatalf("the hostile markdown shows %d characters (%v)", n, err)
+		}
+		t.Logf("32 KiB of hostile markdown drawn %v after the change", took.Round(time.Millisecond))
 	})
 
 	t.Run("revoked_device_is_told_to_pair_again", func(t *testing.T) {
@@ -565,8 +706,8 @@ func TestWebAppInChromium(t *testing.T) {
 		if got := text(t, "#revoked"); got != "This device was revoked; pair it again" {
 			t.Fatalf("the revoked message reads %q", got)
 		}
-		if n := len(back.forwards()); n != 4 {
-			t.Fatalf("%d writes, want 4", n)
+		if n := len(back.forwards()); n != 5 {
+			t.Fatalf("%d writes, want 5", n)
 		}
 		t.Logf("revoked message after %v", time.Since(start).Round(time.Millisecond))
 	})

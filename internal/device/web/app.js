@@ -859,6 +859,8 @@
     }
     for (const k of cards.keys()) if (!seenCards.has(k)) cards.delete(k);
     for (const k of convNodes.keys()) if (!seenConvs.has(k)) convNodes.delete(k);
+    const names = new Set(list(state.agents).map((a) => a && a.name));
+    for (const k of agentNodes.keys()) if (!names.has(k)) agentNodes.delete(k);
     const nodes = [renderSummary(waiting)];
     if (sections.length === 0) {
       nodes.push(el('section', { class: 'card notice' },
@@ -876,14 +878,14 @@
       return el('section', { class: 'summary', id: 'summary' },
         el('p', null, 'Nothing waits for your answer.'), who ? el('p', { class: 'muted' }, who) : null);
     }
-    const items = waiting.map((w) => el('li', null, button(w.title, { class: 'jump', 'aria-label': 'Go to question: ' + w.title + ' (' + w.agent + ')' }, () => {
+    const items = waiting.map((w) => el('li', null, button(w.title, { class: 'jump', data: { focus: 'jump' + SEP + w.key }, 'aria-label': 'Go to question: ' + w.title + ' (' + w.agent + ')' }, () => {
       const card = Array.from(main.querySelectorAll('[data-qkey]')).find((e) => e.dataset.qkey === w.key);
       const target = card && card.querySelector('h4');
       if (target) {
         target.scrollIntoView({ block: 'start', behavior: 'smooth' });
         target.focus({ preventScroll: true });
       }
-    }), el('span', { class: 'muted' }, ' · ' + w.agent)));
+    }), el('span', { class: 'muted small' }, w.agent)));
     return el('section', { class: 'summary waiting', id: 'summary', 'aria-labelledby': 'summary-title' },
       el('h2', { id: 'summary-title' }, waiting.length === 1 ? '1 question waits for you' : waiting.length + ' questions wait for you'),
       el('ul', { class: 'jumps' }, items),
@@ -1129,9 +1131,9 @@
         details.push(el('p', null, 'The agent did not say what this would let through.'));
       }
       confirm = el('div', { class: 'confirm', role: 'group', 'aria-label': 'Confirm always allow' },
-        el('p', { class: 'confirm-title' }, cs.confirm.message || 'Always allow lets every later call in this scope through unasked.'),
+        el('p', { class: 'confirm-title' }, sentence(cs.confirm.message || 'always allow lets every later call in this scope through unasked.')),
         details,
-        cs.confirm.expires ? el('p', { class: 'muted small' }, 'Confirm before ' + clock(cs.confirm.expires) + ', or tap Always allow again.') : null,
+        cs.confirm.expires ? el('p', { class: 'muted small' }, 'Confirm before ' + clock(cs.confirm.expires) + '; after that, tap Always allow again.') : null,
         el('div', { class: 'row' },
           button('Confirm always allow', { class: 'danger', data: { answer: 'confirm-always', focus: fk('confirm') }, disabled: !ready || cs.busy },
             () => answer({ optionIds: ['yes'] }, 'Always allow', true, cs.confirm)),
@@ -1197,17 +1199,34 @@
       c.done = 'Sent: ' + label + '.';
       for (const k of drafts.keys()) if (k.startsWith(qk + SEP)) drafts.delete(k);
     } else if (r.status === 428 && r.code === 'confirm-always' && r.data && typeof r.data.confirm === 'string') {
-      c.confirm = { token: r.data.confirm, expires: r.data.expires, scope: r.data.scope, message: r.message, requestId: body.requestId, readyAt: Date.now() + CONFIRM_DELAY };
+      const offer = { token: r.data.confirm, expires: r.data.expires, scope: r.data.scope, message: r.message, requestId: body.requestId, readyAt: Date.now() + CONFIRM_DELAY };
+      c.confirm = offer;
       setTimeout(() => {
         touch(ctx.key);
         render();
       }, CONFIRM_DELAY + 20);
+      // When the bridge's token expires, the offer goes: tap Always allow again.
+      const left = new Date(offer.expires).getTime() - Date.now();
+      if (left > 0 && left < 24 * 3600 * 1000) {
+        setTimeout(() => {
+          const now = cards.get(qk);
+          if (!now || now.confirm !== offer || now.busy) return;
+          now.confirm = null;
+          now.error = 'The confirmation expired; tap Always allow again.';
+          touch(ctx.key);
+          render();
+        }, left);
+      }
     } else {
       c.confirm = null;
       c.error = r.message;
     }
     touch(ctx.key);
     render();
+  }
+
+  function sentence(s) {
+    return s ? s[0].toUpperCase() + s.slice(1) : s;
   }
 
   function duration(sec) {
