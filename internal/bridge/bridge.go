@@ -111,7 +111,14 @@ func (b *Bridge) Run(ctx context.Context) error {
 		l.Close()
 		return err
 	}
-	b.o.Log.Info("collie daemon started", journal.MessageID(journal.MsgDaemonStarted), "control", b.o.Paths.Control(), "agents", len(b.Agents()))
+	stopDevices, err := b.startDevices(ctx)
+	if err != nil {
+		l.Close()
+		b.stopAll()
+		return err
+	}
+	defer stopDevices()
+	b.o.Log.Info("collie daemon started", journal.MessageID(journal.MsgDaemonStarted), "control", b.o.Paths.Control(), "agents", len(b.Agents()), "devices", b.apiURL)
 	b.o.Notify("READY=1\n" + b.statusLine())
 	err = control.Serve(ctx, l, b, b.o.Log)
 	b.o.Notify("STOPPING=1")

@@ -77,16 +77,15 @@ func (a *auditLog) last() string {
 }
 
 type fixture struct {
-	srv     *httptest.Server
-	api     *API
-	back    *agentSide
-	audit   *auditLog
-	store   *Store
-	pairs   *Pairings
-	clock   *fakeClock
-	cred    string
-	devID   string
-	devName string
+	srv   *httptest.Server
+	api   *API
+	back  *agentSide
+	audit *auditLog
+	store *Store
+	pairs *Pairings
+	clock *fakeClock
+	cred  string
+	devID string
 }
 
 type fakeClock struct {

@@ -36,7 +36,7 @@ type Listener struct {
 // Listen opens the device API's socket. Beyond loopback it is TLS only:
 // plain HTTP there is refused with the setting to change.
 func Listen(c ListenConfig, stateDir string) (*Listener, error) {
-	host, port, err := net.SplitHostPort(c.Addr)
+	host, _, err := net.SplitHostPort(c.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("the device listen address %q is not host:port; set listen in [devices] of config.toml, for example %q", c.Addr, DefaultAddr)
 	}
@@ -62,7 +62,7 @@ func Listen(c ListenConfig, stateDir string) (*Listener, error) {
 		return nil, fmt.Errorf("listen for devices on %s: %w; choose another address with listen in [devices] of config.toml", c.Addr, err)
 	}
 	// The port the kernel gave, when the configuration said 0.
-	port = strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	out := &Listener{Listener: l, URL: "http://" + net.JoinHostPort(displayHost(host), port)}
 	if !useTLS {
 		return out, nil
