@@ -414,10 +414,13 @@ func decodeBody(r *http.Request, v any) error {
 }
 
 func apiError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
 	wire.WriteError(w, status, code, msg)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
