@@ -27,6 +27,15 @@ for tool in go dpkg-buildpackage dh; do
 	fi
 done
 
+# One build at a time in this tree: a second `make deb` (another test run)
+# waits rather than removing this one's files.
+mkdir -p "$out"
+exec 9>"$out.lock"
+if ! flock -n 9; then
+	echo "build-deb: waiting for another make deb in this tree to finish" >&2
+	flock 9
+fi
+
 # The module cache is read-only unless -modcacherw; make it writable so
 # that a later run can remove it.
 [ -d "$out/gomod" ] && chmod -R u+w "$out/gomod"

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,6 +37,7 @@ var packageFiles = []string{
 	"/usr/bin/collie",
 	"/usr/bin/collie-agent",
 	"/usr/lib/systemd/user/collie.service",
+	"/usr/lib/systemd/user/collie.service.d/sandbox.conf",
 	"/usr/lib/systemd/user/collie-agent@.socket",
 	"/usr/lib/systemd/user/collie-agent@.service",
 	"/usr/share/man/man1/collie.1.gz",
@@ -66,6 +68,9 @@ func TestDebInstall_L1_L2_L4_R14(t *testing.T) {
 			unavailable(t, tool+" is not installed (see .ci/deps)")
 		}
 	}
+	// One install test at a time on a machine: two would install and
+	// remove the same package under each other.
+	lockDebTest(t)
 	if status := dpkgStatus(); status != "" {
 		unavailable(t, "the collie package is already on this machine ("+status+"); this test installs and removes it, so remove it first: dpkg --purge collie")
 	}
@@ -441,4 +446,31 @@ func debPaths(t *testing.T, ctx context.Context, deb string) []string {
 		}
 	}
 	return paths
+}
+
+// lockDebTest holds a machine-wide lock until the test ends; another
+// install test (another test binary) waits for it. The lock goes with the
+// process, so a test binary that dies frees it.
+func lockDebTest(t *testing.T) {
+	t.Helper()
+	path := "/run/lock/collie-debtest.lock"
+	if _, err := os.Stat(filepath.Dir(path)); err != nil {
+		path = "/tmp/collie-debtest.lock"
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Logf("waiting for %s: another install test is running", path)
+		for {
+			if err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != syscall.EINTR {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatalf("locking %s: %v", path, err)
+		}
+	}
 }

@@ -57,7 +57,7 @@ func TestSystemdEndToEnd(t *testing.T) {
 		return out
 	}
 
-	for _, name := range []string{"collie-agent@.socket", "collie-agent@.service", "collie.service"} {
+	for _, name := range []string{"collie-agent@.socket", "collie-agent@.service", "collie.service", "collie.service.d/sandbox.conf"} {
 		um.InstallUnit(name, unit(t, name, bin))
 	}
 	must(um.Systemctl(ctx, "enable", "--now", "collie-agent@demo.socket"))
@@ -66,6 +66,11 @@ func TestSystemdEndToEnd(t *testing.T) {
 	must(um.Run(ctx, bin+"/collie", "durable", "attach", "demo", "--socket", sock))
 	// Type=notify: start returns once the daemon said READY=1.
 	must(um.Systemctl(ctx, "start", "collie.service"))
+
+	// The sandbox drop-in applies (collie.service.d/sandbox.conf).
+	if ps := must(um.Systemctl(ctx, "show", "-p", "ProtectSystem", "--value", "collie.service")); strings.TrimSpace(ps) != "strict" {
+		t.Errorf("collie.service has ProtectSystem=%q; the sandbox drop-in was not applied", strings.TrimSpace(ps))
+	}
 
 	// The demo question reaches the bridge, cleaned, through socket activation.
 	var view []control.AgentView

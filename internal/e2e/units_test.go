@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// TestUnitsVerify_L1_L2: every unit in systemd/ passes
-// systemd-analyze --user verify, with the binaries' paths pointed at a
+// TestUnitsVerify_L1_L2: every unit in systemd/, with its drop-ins,
+// passes systemd-analyze --user verify, with the binaries' paths pointed at a
 // fresh build (the package installs them in /usr/bin). Man pages are not
 // looked up here: the install test verifies the installed units with
 // theirs.
@@ -20,14 +20,24 @@ func TestUnitsVerify_L1_L2(t *testing.T) {
 	}
 	bin := build(t)
 	dir := t.TempDir()
-	names, err := filepath.Glob("../../systemd/*")
+	names, err := filepath.Glob("../../systemd/*.*")
 	if err != nil || len(names) == 0 {
 		t.Fatalf("no units in systemd/: %v", err)
 	}
 	var units []string
 	for _, n := range names {
-		units = append(units, filepath.Join(dir, filepath.Base(n)))
-		if err := os.WriteFile(units[len(units)-1], []byte(unit(t, filepath.Base(n), bin)), 0o644); err != nil {
+		if fi, err := os.Stat(n); err != nil || fi.IsDir() {
+			continue // UNIT.d: its drop-ins are checked with UNIT
+		}
+		name := filepath.Base(n)
+		content := unit(t, name, bin)
+		// A drop-in's settings apply after the unit's, as if appended.
+		dropins, _ := filepath.Glob(n + ".d/*.conf")
+		for _, d := range dropins {
+			content += "\n" + unit(t, name+".d/"+filepath.Base(d), bin)
+		}
+		units = append(units, filepath.Join(dir, name))
+		if err := os.WriteFile(units[len(units)-1], []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
