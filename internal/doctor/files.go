@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"strings"
-	"syscall"
 
 	"github.com/collie-linux/collie/internal/config"
 	"github.com/collie-linux/collie/internal/sources"
@@ -44,14 +43,6 @@ func checkConfig(_ context.Context, e *Env) []Row {
 		return []Row{ok("no %s: the defaults are in use (collie.toml(5))", path)}
 	}
 	return []Row{ok("%s parses; it has no settings (collie.toml(5))", path)}
-}
-
-// owner returns the uid that owns fi.
-func owner(fi fs.FileInfo) int {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return int(st.Uid)
-	}
-	return -1
 }
 
 func mode(fi fs.FileInfo) string { return fmt.Sprintf("%04o", fi.Mode().Perm()) }

@@ -1,0 +1,16 @@
+//go:build unix
+
+package doctor
+
+import (
+	"io/fs"
+	"syscall"
+)
+
+// owner returns the uid that owns fi.
+func owner(fi fs.FileInfo) int {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid)
+	}
+	return -1
+}
