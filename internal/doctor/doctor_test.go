@@ -266,3 +266,26 @@ func TestSocketFix_T3_T4(t *testing.T) {
 		})
 	}
 }
+
+// TestSourcesMode_K5: any permission for group or others fails the row,
+// and the message says which.
+func TestSourcesMode_K5(t *testing.T) {
+	for _, tt := range []struct {
+		mode os.FileMode
+		want string
+	}{
+		{0o640, "has mode 0640, so group or others can read it; it can hold tokens"},
+		{0o604, "has mode 0604, so group or others can read it; it can hold tokens"},
+		{0o620, "has mode 0620, so group or others can write to it; it can hold tokens"},
+		{0o610, "has mode 0610, so group or others can run it; it can hold tokens"},
+	} {
+		e, _ := healthy(t)
+		if err := os.Chmod(e.Paths.Sources(), tt.mode); err != nil {
+			t.Fatal(err)
+		}
+		rows := run(t, e, "sources")
+		if len(rows) != 1 || rows[0].Status != Fail || !strings.HasSuffix(rows[0].Message, tt.want) || rows[0].Fix != "chmod 0600 "+e.Paths.Sources() {
+			t.Errorf("mode %04o: rows = %+v; want one fail ending %q with fix chmod 0600", tt.mode, rows, tt.want)
+		}
+	}
+}

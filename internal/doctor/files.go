@@ -47,6 +47,18 @@ func checkConfig(_ context.Context, e *Env) []Row {
 
 func mode(fi fs.FileInfo) string { return fmt.Sprintf("%04o", fi.Mode().Perm()) }
 
+// access says what group or others may do with a file: "read" when they
+// may read it (whatever else), else "write to" or "run".
+func access(fi fs.FileInfo) string {
+	switch p := fi.Mode().Perm(); {
+	case p&0o044 != 0:
+		return "read"
+	case p&0o022 != 0:
+		return "write to"
+	}
+	return "run"
+}
+
 func checkSources(_ context.Context, e *Env) []Row {
 	if e.PathsErr != nil {
 		return noPaths(e)
@@ -68,7 +80,7 @@ func checkSources(_ context.Context, e *Env) []Row {
 	}
 	// K5: the file can hold tokens in plain text.
 	if fi.Mode().Perm()&0o077 != 0 {
-		return []Row{fail("chmod 0600 "+path, "%s has mode %s, so group or others can read it; it can hold tokens", path, mode(fi))}
+		return []Row{fail("chmod 0600 "+path, "%s has mode %s, so group or others can %s it; it can hold tokens", path, mode(fi), access(fi))}
 	}
 	f, err := sources.Load(path)
 	if err != nil {
@@ -170,7 +182,7 @@ func checkAuditLog(_ context.Context, e *Env) []Row {
 	case owner(fi) != e.UID:
 		return []Row{fail("sudo chown "+e.User+" "+path, "%s belongs to user %d, not to %d", path, owner(fi), e.UID)}
 	case fi.Mode().Perm()&0o077 != 0:
-		return []Row{fail("chmod 0600 "+path, "%s has mode %s, so group or others can read it", path, mode(fi))}
+		return []Row{fail("chmod 0600 "+path, "%s has mode %s, so group or others can %s it", path, mode(fi), access(fi))}
 	}
 	return []Row{ok("%s is yours, mode %s", path, mode(fi))}
 }
