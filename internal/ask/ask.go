@@ -209,6 +209,9 @@ func describeErr(err error) string {
 	case errors.Is(err, context.Canceled):
 		return "stopped before an answer came"
 	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+		return "the agent closed the connection without answering; it may have failed to start: see journalctl --user -u 'collie-agent@*'"
+	}
 	var ue errUnreachable
 	if errors.As(err, &ue) {
 		return "cannot reach the agent: " + ue.Error()
