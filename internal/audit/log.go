@@ -74,7 +74,7 @@ type Options struct {
 
 // Retention is how long receipts are kept: at most MaxAge, and only the
 // newest MaxCount. Both are enforced on every read; the file is pruned
-// at Open, once a day, and when it holds a tenth more than MaxCount.
+// at Open, once a day, and when it holds half as many again as it keeps.
 type Retention struct {
 	MaxAge   time.Duration // DefaultMaxAge when 0
 	MaxCount int           // DefaultMaxCount when 0
@@ -94,6 +94,9 @@ type Opened struct {
 	// BadReceipts counts lines of the receipts file that could not be
 	// read, which were dropped.
 	BadReceipts int
+	// Recovered counts receipts filed from the log for taps whose receipt
+	// a crash lost (the log, not the receipts file, is synced per line).
+	Recovered int
 }
 
 // Tightened is one file whose mode Open tightened to 0600.
@@ -112,12 +115,13 @@ type Log struct {
 	path string
 	mask bool
 
-	mu     sync.Mutex // orders appends; guards everything below up to sync state
-	lockF  *os.File   // audit.lock, whose flock orders appends across processes
-	f      *os.File   // audit.log, O_APPEND
-	size   int64      // f's size after our last write
-	head   string     // hash of the last record: the next line's prev
-	needNL bool       // f ends in a torn write: the next write starts with "\n"
+	mu     sync.Mutex  // orders appends; guards everything below up to sync state
+	lockF  *os.File    // audit.lock, whose flock orders appends across processes
+	f      *os.File    // audit.log, O_APPEND
+	fi     os.FileInfo // f's, when opened: its inode
+	size   int64       // f's size after our last write
+	head   string      // hash of the last record: the next line's prev
+	needNL bool        // f ends in a torn write: the next write starts with "\n"
 	buf    []byte
 	rc     *receipts
 	closed bool
@@ -229,6 +233,9 @@ func (l *Log) open(op *Opened) error {
 	if err != nil {
 		return err
 	}
+	if op.Recovered, err = l.recoverReceipts(l.opts.Now()); err != nil {
+		return err
+	}
 	op.Pruned, err = l.rc.prune(l.opts.Now())
 	return err
 }
@@ -287,7 +294,7 @@ func (l *Log) readHead() error {
 	if err != nil {
 		return fmt.Errorf("stat %s: %w", l.path, err)
 	}
-	l.size = fi.Size()
+	l.fi, l.size = fi, fi.Size()
 	data, err := os.ReadFile(l.path)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", l.path, err)
@@ -428,32 +435,36 @@ func (l *Log) append(now time.Time, who Who, ev Event) (Receipt, uint64, error) 
 
 // catchUp notices, under the flock, what another process did since our
 // last append: it rotated or removed audit.log (reopen it), or appended
-// to it (read the new head).
+// to it (read the new head). One lstat tells: the path's file is still
+// ours (the inode noted when it was opened) and has the size we left.
 func (l *Log) catchUp() error {
-	fi, err := l.f.Stat()
-	if err != nil {
-		return fmt.Errorf("audit: stat %s: %w", l.path, err)
-	}
 	pi, err := os.Lstat(l.path)
 	switch {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("audit: stat %s: %w", l.path, err)
-	case err != nil || !os.SameFile(fi, pi):
+	case err != nil || !os.SameFile(l.fi, pi):
 		var op Opened
 		f, err := openPrivate(l.path, os.O_WRONLY|os.O_APPEND, &op)
 		if err != nil {
 			return fmt.Errorf("audit: %w", err)
 		}
-		l.fmu.Lock()
-		l.f.Close()
-		l.f = f
-		l.fmu.Unlock()
+		l.swap(f)
 		l.needNL = false
 		return l.readHead()
-	case fi.Size() != l.size:
+	case pi.Size() != l.size:
 		return l.readHead()
 	}
 	return nil
+}
+
+// swap makes f the log file, closing the one before; caller holds mu.
+func (l *Log) swap(f *os.File) {
+	l.fmu.Lock()
+	if l.f != nil {
+		l.f.Close()
+	}
+	l.f = f
+	l.fmu.Unlock()
 }
 
 // rotate renames audit.log to audit.log.<time> and starts a new one,
@@ -486,10 +497,10 @@ func (l *Log) rotate(now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("audit: start a new log after rotating: %w", err)
 	}
-	l.fmu.Lock()
-	l.f.Close()
-	l.f = f
-	l.fmu.Unlock()
+	l.swap(f)
+	if l.fi, err = f.Stat(); err != nil {
+		return fmt.Errorf("audit: stat %s: %w", l.path, err)
+	}
 	l.size = 0
 	syncDir(l.opts.Dir)
 	paths, err := Files(l.opts.Dir)
@@ -573,10 +584,7 @@ func (l *Log) syncer() {
 func (l *Log) syncRound() {
 	target := l.written.Load()
 	l.fmu.RLock()
-	err := l.opts.syncFile(l.f)
-	if rerr := l.opts.syncFile(l.rc.f); err == nil {
-		err = rerr
-	}
+	err := l.opts.syncFile(l.f) // not the receipts: Open recovers them from the log
 	l.fmu.RUnlock()
 	l.smu.Lock()
 	if err != nil {
@@ -637,6 +645,11 @@ func (l *Log) Close() error {
 	l.smu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if !l.opts.NoSync {
+		if serr := l.opts.syncFile(l.rc.f); err == nil {
+			err = serr
+		}
+	}
 	for _, c := range []*os.File{l.f, l.rc.f, l.lockF} {
 		if cerr := c.Close(); err == nil {
 			err = cerr

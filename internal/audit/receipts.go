@@ -79,6 +79,7 @@ func parseReceipt(line []byte) (Receipt, error) {
 type receipts struct {
 	path      string
 	f         *os.File
+	fi        os.FileInfo   // f's, when opened: its inode
 	fmu       *sync.RWMutex // the Log's: held to swap f
 	size      int64         // f's size after our last write
 	needNL    bool
@@ -113,9 +114,9 @@ func (rc *receipts) load() (bad int, err error) {
 	if _, err := rc.f.ReadAt(data, 0); err != nil {
 		return 0, fmt.Errorf("read %s: %w", rc.path, err)
 	}
-	rc.size = fi.Size()
+	rc.fi, rc.size = fi, fi.Size()
 	rc.needNL = len(data) > 0 && data[len(data)-1] != '\n'
-	rc.list, rc.lines = rc.list[:0], 0
+	rc.list, rc.lines = nil, 0
 	for _, line := range splitLines(data) {
 		rc.lines++
 		r, err := parseReceipt(line)
@@ -128,24 +129,21 @@ func (rc *receipts) load() (bad int, err error) {
 	return bad, nil
 }
 
-// catchUp reloads the file when another process changed it.
+// catchUp reloads the file when another process changed it: one lstat,
+// as for the log.
 func (rc *receipts) catchUp() error {
-	fi, err := rc.f.Stat()
-	if err != nil {
-		return fmt.Errorf("audit: stat %s: %w", rc.path, err)
-	}
 	pi, err := os.Lstat(rc.path)
 	switch {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("audit: stat %s: %w", rc.path, err)
-	case err != nil || !os.SameFile(fi, pi):
+	case err != nil || !os.SameFile(rc.fi, pi):
 		var op Opened
 		f, err := openPrivate(rc.path, os.O_RDWR|os.O_APPEND, &op)
 		if err != nil {
 			return fmt.Errorf("audit: %w", err)
 		}
 		rc.swap(f)
-	case fi.Size() == rc.size:
+	case pi.Size() == rc.size:
 		return nil
 	}
 	_, err = rc.load()
@@ -189,16 +187,17 @@ func (rc *receipts) expire(now time.Time) {
 		drop++
 	}
 	drop = max(drop, len(rc.list)-rc.ret.MaxCount)
-	if drop > 0 {
-		rc.list = append(rc.list[:0], rc.list[drop:]...)
-	}
+	// Reslicing costs nothing; the next append that outgrows the array
+	// copies only the receipts kept.
+	rc.list = rc.list[drop:]
 }
 
-// maybePrune prunes the file once a day, or sooner when it holds a tenth
-// more lines than the receipts kept.
+// maybePrune prunes the file once a day, or sooner when it holds half
+// as many lines again as the receipts kept: rewriting it more often
+// would cost more than appending (see BenchmarkRecord).
 func (rc *receipts) maybePrune(now time.Time) error {
 	rc.expire(now)
-	if now.Sub(rc.lastPrune) < 24*time.Hour && rc.lines-len(rc.list) <= rc.ret.MaxCount/10 {
+	if now.Sub(rc.lastPrune) < 24*time.Hour && rc.lines-len(rc.list) <= rc.ret.MaxCount/2 {
 		return nil
 	}
 	_, err := rc.prune(now)
@@ -245,6 +244,9 @@ func (rc *receipts) prune(now time.Time) (int, error) {
 		return 0, fmt.Errorf("prune receipts: %w", err)
 	}
 	rc.swap(f)
+	if rc.fi, err = f.Stat(); err != nil {
+		return removed, fmt.Errorf("prune receipts: %w", err)
+	}
 	rc.size, rc.lines, rc.needNL = int64(len(b)), len(rc.list), false
 	return removed, nil
 }
@@ -319,4 +321,53 @@ func (l *Log) locked(fn func() error) error {
 		return err
 	}
 	return fn()
+}
+
+// recoverReceipts files the receipts of taps whose line reached the log
+// but whose receipt did not: a crash between the two writes, or a
+// receipt file lost. The log is what is synced to the disk; the receipts
+// are an index of it. It looks at the newest two files of the log, which
+// hold every line written since the last receipt unless the log rotated
+// twice since (16 MiB of lines). It returns how many it filed.
+func (l *Log) recoverReceipts(now time.Time) (int, error) {
+	paths, err := Files(l.opts.Dir)
+	if err != nil {
+		return 0, err
+	}
+	paths = paths[max(0, len(paths)-2):]
+	var recs []Record
+	files, err := readFiles(paths)
+	if err != nil {
+		return 0, err
+	}
+	readData(files, func(r Record) { recs = append(recs, r) }, nil)
+	from := 0
+	if n := len(l.rc.list); n > 0 {
+		last := l.rc.list[n-1].ID
+		from = -1
+		for i := len(recs) - 1; i >= 0; i-- {
+			if recs[i].Hash == last {
+				from = i + 1
+				break
+			}
+		}
+		if from < 0 {
+			return 0, nil // the last receipt's line is older than these files: nothing is missing here
+		}
+	}
+	cutoff := now.Add(-l.opts.Retention.MaxAge)
+	added := 0
+	for _, r := range recs[from:] {
+		sc, ok := schemas[r.Event]
+		if !ok || !sc.tap || r.Time.Before(cutoff) {
+			continue
+		}
+		id, _ := r.Get("requestId").(string)
+		rc := Receipt{ID: r.Hash, Time: r.Time, Device: r.Device, Session: r.Session, Event: r.Event, RequestID: id, Result: r.Result()}
+		if err := l.rc.add(rc, now); err != nil {
+			return added, err
+		}
+		added++
+	}
+	return added, nil
 }
