@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command e2eclient is the end-to-end tests' stand-in for other programs
 // on the machine: an attacker that tries every write on a durable agent's
 // socket (run by the agent itself, double-forked away from it, moved into
