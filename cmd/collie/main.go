@@ -50,6 +50,8 @@ Commands:
   pair [--json] [--no-qr]              pair a phone or browser: a single-use URL, QR code and check code
   devices [--json]                     list paired devices
   devices revoke ID                    cut a device off at once
+  audit [--agent N] [--device ID] [--event E] [--since DUR] [--json] | audit verify [FILE...]
+                                       show the audit log of device writes; verify checks its hash chain
   version                              print the version
 
 See collie(1) for more.
@@ -88,6 +90,8 @@ func dispatch(ctx context.Context, e *env, args []string) error {
 		return cmdPair(ctx, e, rest)
 	case "devices":
 		return cmdDevices(ctx, e, rest)
+	case "audit":
+		return cmdAudit(ctx, e, rest)
 	case "ask":
 		return cmdAsk(ctx, e, rest)
 	case "show":

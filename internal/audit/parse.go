@@ -22,6 +22,7 @@ type Record struct {
 	Fields []Field
 	Prev   string // hex SHA-256 of the line before
 	Hash   string // hex SHA-256 of this line
+	Raw    []byte // the line as it is in the file, without its newline
 }
 
 // Field is one of an event's fields.
@@ -126,7 +127,7 @@ func ParseLine(line []byte) (Record, error) {
 			return r, fmt.Errorf("it has no %q field", f.name)
 		}
 	}
-	r.Hash = hashLine(line)
+	r.Hash, r.Raw = hashLine(line), line
 	return r, nil
 }
 

@@ -9,9 +9,9 @@ import (
 
 // Problem is something wrong with one line.
 type Problem struct {
-	File string // the file's path
-	Line int    // 1-based
-	What string // a sentence
+	File string `json:"file"` // the file's path
+	Line int    `json:"line"` // 1-based
+	What string `json:"what"` // a sentence
 }
 
 func (p Problem) String() string {
@@ -20,27 +20,27 @@ func (p Problem) String() string {
 
 // Report is what Verify found.
 type Report struct {
-	Files   []string // the files checked, oldest first
-	Records int      // whole records
-	First   time.Time
-	Last    time.Time
+	Files   []string  `json:"files"` // the files checked, oldest first
+	Records int       `json:"records"`
+	First   time.Time `json:"first"`
+	Last    time.Time `json:"last"`
 	// Head is the hash of the last record: the value the next line's
 	// "prev" will carry. Writing it down somewhere else (the journal, a
 	// note) anchors the chain: whoever edits the log afterwards cannot
 	// make Verify give the same head.
-	Head string
+	Head string `json:"head"`
 	// ContinuesFrom is set when the oldest file is a rotated file whose
-	// first line follows a line in a file no longer kept (see Rotation):
+	// first line follows a line in a file no longer kept (KeepRotated):
 	// the "prev" it carries.
-	ContinuesFrom string
+	ContinuesFrom string `json:"continuesFrom,omitempty"`
 	// Torn lists writes that a crash cut short. They carry no record, the
 	// chain goes on over them, and they do not make the log tampered.
-	Torn []Problem
+	Torn []Problem `json:"torn"`
 	// Problems lists tampering: a line edited, removed, inserted or moved,
 	// or one that is not an audit record. The first is the first bad line.
-	Problems []Problem
+	Problems []Problem `json:"problems"`
 	// More counts problems past the ones listed (maxProblems).
-	More int
+	More int `json:"more,omitempty"`
 }
 
 // Intact reports whether no problem was found.

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/collie-linux/collie/internal/audit"
+)
+
+// cmdAudit shows the audit log (A1-A4) or, with "verify", checks its
+// hash chain.
+func cmdAudit(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 && args[0] == "verify" {
+		return cmdAuditVerify(e, args[1:])
+	}
+	fs := newFlags("collie audit", e)
+	agent := fs.String("agent", "", "show only the lines of the durable agent `NAME`")
+	device := fs.String("device", "", "show only the lines of the device `ID`")
+	event := fs.String("event", "", "show only the event `E` ("+strings.Join(audit.Events, ", ")+")")
+	since := fs.String("since", "", "show only lines from `DUR` ago (90m, 24h, 7d) or from an RFC 3339 time")
+	asJSON := fs.Bool("json", false, "print the lines as they are in the log, one JSON object a line")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *event != "" && !slices.Contains(audit.Events, *event) {
+		return usagef("--event %q is not an event Collie records; use one of %s", *event, strings.Join(audit.Events, ", "))
+	}
+	var from time.Time
+	if *since != "" {
+		var err error
+		if from, err = parseSince(*since, time.Now()); err != nil {
+			return err
+		}
+	}
+	paths, err := e.paths()
+	if err != nil {
+		return err
+	}
+	files, err := audit.Files(paths.State)
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		fmt.Fprintf(e.stderr, "collie: no audit log at %s yet; the daemon writes a line there for each write from a paired device\n", filepath.Join(paths.State, audit.LogName))
+		return nil
+	}
+	var recs []audit.Record
+	err = audit.ReadFiles(files, func(r audit.Record) {
+		if (*agent == "" || r.Session == *agent) && (*device == "" || r.Device == *device) &&
+			(*event == "" || r.Event == *event) && !r.Time.Before(from) {
+			recs = append(recs, r)
+		}
+	}, func(p audit.Problem) {
+		fmt.Fprintf(e.stderr, "collie: %s line %d is not an audit record; run collie audit verify\n", filepath.Base(p.File), p.Line)
+	})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		for _, r := range recs {
+			e.stdout.Write(append(r.Raw, '\n'))
+		}
+		return nil
+	}
+	if len(recs) == 0 {
+		fmt.Fprintln(e.stderr, "collie: no audit lines match")
+		return nil
+	}
+	printAudit(e.stdout, recs)
+	return nil
+}
+
+// parseSince reads --since: a duration back from now (Go's, or whole
+// days with "d"), or an RFC 3339 time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n >= 0 {
+			return now.AddDate(0, 0, -n), nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return time.Time{}, usagef("--since %q is neither a duration (90m, 24h, 7d) nor an RFC 3339 time (2026-12-01T10:00:00Z)", s)
+	}
+	return now.Add(-d), nil
+}
+
+// printAudit writes the table: time, agent, device, event, result and
+// the event's other fields. Every string from the log is quoted when it
+// holds anything but plain characters, so a line cannot move the cursor
+// or reorder what the terminal shows.
+func printAudit(w io.Writer, recs []audit.Record) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tAGENT\tDEVICE\tEVENT\tRESULT\tDETAILS")
+	for _, r := range recs {
+		var details []string
+		for _, f := range r.Fields {
+			if f.Key == "result" {
+				continue
+			}
+			details = append(details, f.Key+"="+showValue(f.Value))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05"),
+			showString(r.Session), showString(r.Device), showString(r.Event), r.Result(), strings.Join(details, " "))
+	}
+	tw.Flush()
+}
+
+func showValue(v any) string {
+	switch v := v.(type) {
+	case string:
+		return showString(v)
+	case []string:
+		out := make([]string, len(v))
+		for i, s := range v {
+			out[i] = showString(s)
+		}
+		return strings.Join(out, ",")
+	}
+	return fmt.Sprint(v)
+}
+
+// showString is s bare when it is plain (letters, digits and -._:@/), "-"
+// when empty, else quoted with Go's escapes.
+func showString(s string) string {
+	if s == "" {
+		return "-"
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-._:@/", c)) {
+			return strconv.QuoteToGraphic(s)
+		}
+	}
+	return s
+}
+
+// cmdAuditVerify checks the hash chain: exit status 0 when intact, 1 when
+// a line was edited, removed, inserted or moved.
+func cmdAuditVerify(e *env, args []string) error {
+	fs := newFlags("collie audit verify", e)
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	var files []string
+	var flags []string
+	for _, a := range args { // FILE arguments may stand among the flags
+		if strings.HasPrefix(a, "-") {
+			flags = append(flags, a)
+		} else {
+			files = append(files, a)
+		}
+	}
+	if err := fs.Parse(flags); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return usagef("see collie(1)")
+		}
+		return usagef("%v", err)
+	}
+	var rep audit.Report
+	var err error
+	where := ""
+	if len(files) > 0 {
+		rep, err = audit.VerifyFiles(files...)
+	} else {
+		paths, perr := e.paths()
+		if perr != nil {
+			return perr
+		}
+		where = paths.State
+		rep, err = audit.Verify(where)
+	}
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		out := struct {
+			Intact bool `json:"intact"`
+			audit.Report
+		}{rep.Intact(), rep}
+		if out.Torn == nil {
+			out.Torn = []audit.Problem{}
+		}
+		if out.Problems == nil {
+			out.Problems = []audit.Problem{}
+		}
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		printReport(e.stdout, rep, where)
+	}
+	if len(rep.Files) == 0 && where != "" {
+		fmt.Fprintf(e.stderr, "collie: no audit log at %s yet; nothing to verify\n", filepath.Join(where, audit.LogName))
+	}
+	if !rep.Intact() {
+		first := rep.Problems[0]
+		return fmt.Errorf("the audit log was changed after it was written, first at %s line %d; keep a copy of it as evidence and compare it with a backup",
+			name(first.File, where), first.Line)
+	}
+	return nil
+}
+
+// name is a file of the report as the user knows it: its base name when
+// it is in the state folder, else the path given.
+func name(path, stateDir string) string {
+	if stateDir != "" && filepath.Dir(path) == stateDir {
+		return filepath.Base(path)
+	}
+	return path
+}
+
+func printReport(w io.Writer, rep audit.Report, where string) {
+	for _, p := range rep.Problems {
+		fmt.Fprintf(w, "%s line %d: %s\n", name(p.File, where), p.Line, p.What)
+	}
+	if rep.More > 0 {
+		fmt.Fprintf(w, "and %d more problems\n", rep.More)
+	}
+	for _, p := range rep.Torn {
+		fmt.Fprintf(w, "note: %s line %d: %s\n", name(p.File, where), p.Line, p.What)
+	}
+	if rep.ContinuesFrom != "" {
+		fmt.Fprintf(w, "note: %s continues from a rotated file no longer kept; its first line's prev is %s\n", name(rep.Files[0], where), rep.ContinuesFrom)
+	}
+	if len(rep.Files) == 0 {
+		return
+	}
+	state := "intact"
+	if !rep.Intact() {
+		state = "tampered"
+	}
+	var names []string
+	for _, f := range rep.Files {
+		names = append(names, name(f, where))
+	}
+	fmt.Fprintf(w, "%s: %d records in %s", state, rep.Records, strings.Join(names, ", "))
+	if rep.Records > 0 {
+		fmt.Fprintf(w, ", from %s to %s", rep.First.Local().Format("2006-01-02 15:04:05"), rep.Last.Local().Format("2006-01-02 15:04:05"))
+	}
+	fmt.Fprintf(w, "\nhead: %s\n", rep.Head)
+}
