@@ -55,6 +55,9 @@ type Server struct {
 	checkOnce sync.Once
 	checker   CallerChecker
 	checkErr  error
+
+	// The http.Server's read and write timeouts; an ask extends both.
+	readTimeout, writeTimeout time.Duration
 }
 
 type encoded struct {
@@ -74,7 +77,8 @@ func NewServer(h wire.Hello, log *slog.Logger) (*Server, error) {
 	if len(hb) > wire.HelloCap {
 		return nil, fmt.Errorf("the hello reply is %d bytes; the cap is %d", len(hb), wire.HelloCap)
 	}
-	s := &Server{log: log, hello: hb, replay: newReplayCache(replayEntries, replayAge)}
+	s := &Server{log: log, hello: hb, replay: newReplayCache(replayEntries, replayAge),
+		readTimeout: 30 * time.Second, writeTimeout: 30 * time.Second}
 	if err := s.SetSnapshot(&wire.Snapshot{Spaces: []wire.Space{}}); err != nil {
 		return nil, err
 	}
@@ -272,8 +276,8 @@ func (s *Server) ServeTransport(ctx context.Context, l net.Listener, t Transport
 	srv := &http.Server{
 		Handler:           s.handler(t),
 		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second, // an ask extends its own
+		ReadTimeout:       s.readTimeout,
+		WriteTimeout:      s.writeTimeout, // an ask extends its own
 		IdleTimeout:       60 * time.Second,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),

@@ -187,8 +187,12 @@ func (s *Server) serveAsk(w http.ResponseWriter, r *http.Request) {
 	if wait <= 0 {
 		wait = wire.MaxAskWait * time.Second
 	}
-	// The server's write timeout is shorter than a long wait.
-	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(wait + 10*time.Second))
+	// The server's timeouts are shorter than a long wait: without this the
+	// connection would be cut, or the request's context cancelled, while
+	// the question waits for a human.
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Time{})
+	rc.SetWriteDeadline(time.Now().Add(wait + 10*time.Second))
 	rep, err := s.app.Ask(r.Context(), &req, wait)
 	if err != nil {
 		writeErr(w, err)

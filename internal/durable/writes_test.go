@@ -700,3 +700,48 @@ func TestHumanDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestAskOutlastsServerTimeouts: an ask waits longer than the server's
+// read and write timeouts (30 s in use; 300 ms here) and still gets its
+// answer on the same request.
+func TestAskOutlastsServerTimeouts(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "desk")
+	path := filepath.Join(dir, "a.sock")
+	l, _, err := Listen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := NewServer(wire.Hello{Agent: "a"}, quiet())
+	s.readTimeout, s.writeTimeout = 300*time.Millisecond, 300*time.Millisecond
+	b, err := NewBoard(s, BoardOptions{Space: wire.Space{ID: "s", Title: "S"}, Tab: wire.Space{ID: "t", Title: "T"}, Main: struct{ ID, Title string }{"main", "M"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.ServeTransport(ctx, l, Transport{Unchecked: true})
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}}}
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		q := b.Snapshot().Spaces[0].Tabs[0].Conversations[0].Questions[0]
+		b.Answer(&wire.AnswerRequest{RequestID: "late", Conversation: "main", Question: q.ID, Revision: q.Revision, OptionIDs: []string{"yes"}}, Transport{})
+	}()
+	body, _ := json.Marshal(wire.AskRequest{RequestID: "slow", Kind: wire.AskYesNo, Title: "Slow human?", WaitSeconds: 5})
+	start := time.Now()
+	resp, err := hc.Post("http://agent"+wire.AskPath, "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatalf("the ask was cut off after %v: %v", time.Since(start), err)
+	}
+	defer resp.Body.Close()
+	var rep wire.AskReply
+	if err := wire.DecodeReply(resp.Body, resp.ContentLength, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Status != wire.StatusAnswered {
+		t.Fatalf("after %v: %+v, want the answer given at 1.5 s", time.Since(start), rep)
+	}
+}
