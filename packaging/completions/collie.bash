@@ -32,7 +32,7 @@ _collie()
     esac
 
     if ((cword == 1)); then
-        COMPREPLY=($(compgen -W "daemon demo doctor durable show ask pair devices version help" -- "$cur"))
+        COMPREPLY=($(compgen -W "daemon demo doctor durable show ask pair devices audit version help" -- "$cur"))
         return
     fi
 
@@ -56,6 +56,29 @@ _collie()
             ;;
         ask)
             # collie ask --help lists its kinds and options.
+            ;;
+        audit)
+            case $prev in
+                --event)
+                    COMPREPLY=($(compgen -W "answer send abort action starter.start durable.reopen space.rename pane.close pane.rename tab.rename" -- "$cur"))
+                    return
+                    ;;
+                --agent)
+                    COMPREPLY=($(compgen -W "$(_collie_agents)" -- "$cur"))
+                    return
+                    ;;
+                --device | --since)
+                    return
+                    ;;
+            esac
+            if ((cword == 2)); then
+                COMPREPLY=($(compgen -W "verify --agent --device --event --since --json" -- "$cur"))
+            elif [[ ${words[2]} == verify ]]; then
+                COMPREPLY=($(compgen -W "--json" -- "$cur"))
+                _filedir
+            else
+                COMPREPLY=($(compgen -W "--agent --device --event --since --json" -- "$cur"))
+            fi
             ;;
         durable)
             if ((cword == 2)); then

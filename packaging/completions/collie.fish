@@ -5,7 +5,7 @@ function __collie_agents
     test -r $f; and sed -n 's/^ *"name": *"\([^"]*\)".*/\1/p' $f
 end
 
-set -l commands daemon demo doctor durable show ask pair devices version help
+set -l commands daemon demo doctor durable show ask pair devices audit version help
 complete -c collie -f
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a daemon -d 'Run the bridge in the foreground'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a demo -d 'Run the bridge with a demo agent'
@@ -15,11 +15,18 @@ complete -c collie -n "not __fish_seen_subcommand_from $commands" -a show -d 'Sh
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a ask -d 'Ask the user through a durable agent'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a pair -d 'Pair a phone or browser'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a devices -d 'List or revoke paired devices'
+complete -c collie -n "not __fish_seen_subcommand_from $commands" -a audit -d 'Show or verify the audit log'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a version -d 'Print the version'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a help -d 'Print the usage'
 
 complete -c collie -n '__fish_seen_subcommand_from daemon' -l debug -d 'Log debug lines too'
-complete -c collie -n '__fish_seen_subcommand_from doctor show list pair devices' -l json -d 'Print JSON'
+complete -c collie -n '__fish_seen_subcommand_from doctor show list pair devices audit' -l json -d 'Print JSON'
+complete -c collie -n '__fish_seen_subcommand_from audit; and not __fish_seen_subcommand_from verify' -a verify -d 'Check the hash chain'
+complete -c collie -n '__fish_seen_subcommand_from audit' -l agent -x -a '(__collie_agents)' -d 'Only this agent'
+complete -c collie -n '__fish_seen_subcommand_from audit' -l device -x -d 'Only this device'
+complete -c collie -n '__fish_seen_subcommand_from audit' -l event -x -a 'answer send abort action starter.start durable.reopen space.rename pane.close pane.rename tab.rename' -d 'Only this event'
+complete -c collie -n '__fish_seen_subcommand_from audit' -l since -x -d 'Only lines this recent (90m, 24h, 7d)'
+complete -c collie -n '__fish_seen_subcommand_from verify' -F
 complete -c collie -n '__fish_seen_subcommand_from pair' -l no-qr -d 'Do not draw the QR code'
 complete -c collie -n '__fish_seen_subcommand_from devices; and not __fish_seen_subcommand_from revoke' -a revoke -d 'Cut a device off at once'
 complete -c collie -n '__fish_seen_subcommand_from doctor' -l check -x -d 'Run only one check' \
