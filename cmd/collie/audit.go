@@ -111,36 +111,36 @@ func printAudit(w io.Writer, recs []audit.Record) {
 			if f.Key == "result" {
 				continue
 			}
-			details = append(details, f.Key+"="+showValue(f.Value))
+			details = append(details, f.Key+"="+auditValue(f.Value))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05"),
-			showString(r.Session), showString(r.Device), showString(r.Event), r.Result(), strings.Join(details, " "))
+			auditString(r.Session), auditString(r.Device), auditString(r.Event), r.Result(), strings.Join(details, " "))
 	}
 	tw.Flush()
 }
 
-func showValue(v any) string {
+func auditValue(v any) string {
 	switch v := v.(type) {
 	case string:
-		return showString(v)
+		return auditString(v)
 	case []string:
 		out := make([]string, len(v))
 		for i, s := range v {
-			out[i] = showString(s)
+			out[i] = auditString(s)
 		}
 		return strings.Join(out, ",")
 	}
 	return fmt.Sprint(v)
 }
 
-// showString is s bare when it is plain (letters, digits and -._:@/), "-"
+// auditString is s bare when it is plain (letters, digits and -._:@/()), "-"
 // when empty, else quoted with Go's escapes.
-func showString(s string) string {
+func auditString(s string) string {
 	if s == "" {
 		return "-"
 	}
 	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-._:@/", c)) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-._:@/()", c)) {
 			return strconv.QuoteToGraphic(s)
 		}
 	}
@@ -200,7 +200,7 @@ func cmdAuditVerify(e *env, args []string) error {
 			return err
 		}
 	} else {
-		printReport(e.stdout, rep, where)
+		printAuditReport(e.stdout, rep, where)
 	}
 	if len(rep.Files) == 0 && where != "" {
 		fmt.Fprintf(e.stderr, "collie: no audit log at %s yet; nothing to verify\n", filepath.Join(where, audit.LogName))
@@ -208,32 +208,32 @@ func cmdAuditVerify(e *env, args []string) error {
 	if !rep.Intact() {
 		first := rep.Problems[0]
 		return fmt.Errorf("the audit log was changed after it was written, first at %s line %d; keep a copy of it as evidence and compare it with a backup",
-			name(first.File, where), first.Line)
+			auditFile(first.File, where), first.Line)
 	}
 	return nil
 }
 
-// name is a file of the report as the user knows it: its base name when
+// auditFile is a file of the report as the user knows it: its base name when
 // it is in the state folder, else the path given.
-func name(path, stateDir string) string {
+func auditFile(path, stateDir string) string {
 	if stateDir != "" && filepath.Dir(path) == stateDir {
 		return filepath.Base(path)
 	}
 	return path
 }
 
-func printReport(w io.Writer, rep audit.Report, where string) {
+func printAuditReport(w io.Writer, rep audit.Report, where string) {
 	for _, p := range rep.Problems {
-		fmt.Fprintf(w, "%s line %d: %s\n", name(p.File, where), p.Line, p.What)
+		fmt.Fprintf(w, "%s line %d: %s\n", auditFile(p.File, where), p.Line, p.What)
 	}
 	if rep.More > 0 {
 		fmt.Fprintf(w, "and %d more problems\n", rep.More)
 	}
 	for _, p := range rep.Torn {
-		fmt.Fprintf(w, "note: %s line %d: %s\n", name(p.File, where), p.Line, p.What)
+		fmt.Fprintf(w, "note: %s line %d: %s\n", auditFile(p.File, where), p.Line, p.What)
 	}
 	if rep.ContinuesFrom != "" {
-		fmt.Fprintf(w, "note: %s continues from a rotated file no longer kept; its first line's prev is %s\n", name(rep.Files[0], where), rep.ContinuesFrom)
+		fmt.Fprintf(w, "note: %s continues from a rotated file no longer kept; its first line's prev is %s\n", auditFile(rep.Files[0], where), rep.ContinuesFrom)
 	}
 	if len(rep.Files) == 0 {
 		return
@@ -244,7 +244,7 @@ func printReport(w io.Writer, rep audit.Report, where string) {
 	}
 	var names []string
 	for _, f := range rep.Files {
-		names = append(names, name(f, where))
+		names = append(names, auditFile(f, where))
 	}
 	fmt.Fprintf(w, "%s: %d records in %s", state, rep.Records, strings.Join(names, ", "))
 	if rep.Records > 0 {
