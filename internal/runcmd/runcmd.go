@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 )
@@ -153,7 +152,7 @@ func Start(s Spec, update func(Progress)) (*Run, error) {
 		cmd.Env = []string{}
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = groupAttr()
 	if update == nil {
 		update = func(Progress) {}
 	}
@@ -242,14 +241,14 @@ func (r *Run) read(pr *os.File, done chan<- struct{}) {
 // after Grace.
 func (r *Run) kill() {
 	r.killOnce.Do(func() {
-		pgid := r.cmd.Process.Pid
-		syscall.Kill(-pgid, syscall.SIGTERM)
+		pid := r.cmd.Process.Pid
+		signalGroup(r.cmd.Process, pid, false)
 		go func() {
 			select {
 			case <-time.After(Grace):
 			case <-r.done:
 			}
-			syscall.Kill(-pgid, syscall.SIGKILL)
+			signalGroup(r.cmd.Process, pid, true)
 		}()
 	})
 }
