@@ -35,6 +35,8 @@ type Config struct {
 	// Belt holds up to four buttons (D2); Starters any number.
 	Belt     []CommandConfig `toml:"belt"`
 	Starters []CommandConfig `toml:"starter"`
+	// HTTPS serves the agent over the token transport too (K1–K7).
+	HTTPS *HTTPSConfig `toml:"https"`
 }
 
 // QuestionConfig describes the standing question.

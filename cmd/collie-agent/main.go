@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -185,8 +186,22 @@ func serve(name, socket, cfgPath string, log *slog.Logger) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	remoteDone := make(chan error, 1)
+	if cfg.HTTPS != nil {
+		rl, err := serveRemote(ctx, srv, cfg, cfgPath, log, remoteDone)
+		if err != nil {
+			return err
+		}
+		defer rl.Close()
+	} else {
+		close(remoteDone)
+	}
 	go a.reloadOnHUP(ctx, cfgPath, cfg)
 	err = srv.ServeTransport(ctx, l, transport)
+	stop()
+	if rerr := <-remoteDone; err == nil {
+		err = rerr
+	}
 	a.stopAll()
 	return err
 }
@@ -218,4 +233,23 @@ func (a *agent) reloadOnHUP(ctx context.Context, path string, current Config) {
 		}
 		a.log.Info("config reloaded", "config", path, "belt", len(cfg.Belt), "starters", len(cfg.Starters))
 	}
+}
+
+// serveRemote serves the token transport beside the socket (K1–K7). It
+// has no caller check (K3), so "always allow" is not offered there.
+func serveRemote(ctx context.Context, srv *durable.Server, cfg Config, cfgPath string, log *slog.Logger, done chan<- error) (net.Listener, error) {
+	tokens, err := loadTokens(cfg.HTTPS, cfgPath, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	l, url, err := listenHTTPS(cfg.HTTPS)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Always.Enabled {
+		log.Warn("always allow is offered on the Unix socket only: the token transport has no caller check, so a bridge over HTTPS sees only Allow and Deny (K3)")
+	}
+	log.Info("collie-agent serving the token transport", "url", url, "next_token", tokens.Next != "")
+	go func() { done <- srv.ServeTransport(ctx, l, durable.Transport{Remote: true, Tokens: tokens}) }()
+	return l, nil
 }

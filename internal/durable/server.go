@@ -221,6 +221,9 @@ type Transport struct {
 	// Check replaces the real caller check (tests). nil means
 	// callercheck.New(), made once per server.
 	Check CallerChecker
+	// Tokens gate a Remote transport: every request needs one of them
+	// (K3, K6). A Remote transport without a token refuses everything.
+	Tokens Tokens
 }
 
 func (t Transport) checked() bool { return !t.Remote && !t.Unchecked }
@@ -247,6 +250,9 @@ func (s *Server) handler(t Transport) http.Handler {
 		wire.WriteError(w, http.StatusNotFound, wire.CodeNotFound,
 			fmt.Sprintf("this agent has no route %s %s; see collie-durable(7) for the routes of protocol %d", r.Method, clipPath(r.URL.Path), wire.Version))
 	})
+	if t.Remote {
+		return RequireToken(t.Tokens, versioned(mux))
+	}
 	return versioned(mux)
 }
 
