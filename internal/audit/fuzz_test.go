@@ -4,22 +4,68 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
-// FuzzParseLine: the line parser never panics, accepts only valid JSON,
-// and reads back every string the writer escapes.
+// FuzzParseLine: the line parser never panics, and agrees with
+// encoding/json: what it accepts is valid JSON with the same values, and
+// valid JSON is never called invalid.
 func FuzzParseLine(f *testing.F) {
 	f.Add([]byte(`{"time":"2026-12-01T10:00:00.000Z","session":"desk","device":"d","event":"pane.close","conversation":"c","prev":"` + GenesisPrev + `"}`))
 	f.Add([]byte(`{"time":"2026-12-01T10:0`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		r, err := ParseLine(line)
 		if err != nil {
+			if json.Valid(line) && (strings.Contains(err.Error(), "not valid JSON") || strings.Contains(err.Error(), "not whole JSON")) {
+				t.Fatalf("ParseLine calls valid JSON invalid: %v\n%q", err, line)
+			}
 			return
 		}
-		if !json.Valid(line) {
-			t.Fatalf("ParseLine accepted invalid JSON: %q", line)
+		var m map[string]any
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.UseNumber()
+		if err := dec.Decode(&m); err != nil || !json.Valid(line) {
+			t.Fatalf("ParseLine accepted what encoding/json refuses (%v): %q", err, line)
+		}
+		// The time reads back the same, though its text may differ in
+		// ways time.Parse allows.
+		if tm, err := time.Parse(timeLayout, m["time"].(string)); err != nil || !tm.Equal(r.Time) {
+			t.Fatalf("time %v, encoding/json %v", r.Time, m["time"])
+		}
+		want := map[string]any{"session": r.Session, "device": r.Device, "event": r.Event, "prev": r.Prev}
+		for _, fl := range r.Fields {
+			want[fl.Key] = fl.Value
+		}
+		if len(m) != len(want)+1 {
+			t.Fatalf("%d fields and the time, encoding/json %d: %q", len(want), len(m), line)
+		}
+		for k, v := range want {
+			got := m[k]
+			switch v := v.(type) {
+			case int64:
+				n, err := strconv.ParseInt(string(got.(json.Number)), 10, 64)
+				if err != nil || n != v {
+					t.Fatalf("%s = %d, encoding/json %v", k, v, got)
+				}
+			case []string:
+				list, ok := got.([]any)
+				if !ok || len(list) != len(v) {
+					t.Fatalf("%s = %q, encoding/json %v", k, v, got)
+				}
+				for i := range v {
+					if list[i] != v[i] {
+						t.Fatalf("%s[%d] = %q, encoding/json %q", k, i, v[i], list[i])
+					}
+				}
+			default:
+				if got != v {
+					t.Fatalf("%s = %#v, encoding/json %#v", k, v, got)
+				}
+			}
 		}
 		if r.Hash != hashLine(line) || !isHash(r.Prev) {
 			t.Fatalf("hash %s or prev %s wrong", r.Hash, r.Prev)

@@ -2,13 +2,13 @@ package audit
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // Record is one line of the log, parsed.
@@ -54,7 +54,9 @@ func (r Record) Result() string {
 // ParseLine parses one line, without its newline: a JSON object of the
 // fields time, session, device, event and prev, and the event's fields,
 // each a string, an integer, a boolean or a list of strings. It does not
-// check the event's fields against A3: see CheckFields.
+// check the event's fields against A3: see CheckFields. It reads strings
+// as encoding/json does (invalid UTF-8 and lone surrogates become U+FFFD);
+// FuzzParseLine holds it to that.
 func ParseLine(line []byte) (Record, error) {
 	var r Record
 	if len(line) > MaxLineBytes {
@@ -63,24 +65,30 @@ func ParseLine(line []byte) (Record, error) {
 	if len(line) < 2 || line[0] != '{' || line[len(line)-1] != '}' {
 		return r, errors.New("it is not a JSON object on one line")
 	}
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.UseNumber()
-	if _, err := dec.Token(); err != nil {
-		return r, notJSON(err)
-	}
-	seen := make(map[string]bool, 12)
+	sc := scanner{b: line, i: 1}
 	var have struct{ time, session, device, event, prev bool }
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return r, notJSON(err)
+	seen := make(map[string]bool, 12)
+	sc.space()
+	for first := true; ; first = false {
+		if sc.peek() == '}' && first {
+			sc.i++
+			break
 		}
-		key := tok.(string) // json.Decoder yields only strings as object keys
+		key, err := sc.str()
+		if err != nil {
+			return r, err
+		}
 		if seen[key] {
 			return r, fmt.Errorf("it has the field %q twice", key)
 		}
 		seen[key] = true
-		v, err := value(dec)
+		sc.space()
+		if sc.peek() != ':' {
+			return r, sc.invalid()
+		}
+		sc.i++
+		sc.space()
+		v, err := sc.value()
 		if err != nil {
 			return r, fmt.Errorf("the field %q: %w", key, err)
 		}
@@ -112,11 +120,18 @@ func ParseLine(line []byte) (Record, error) {
 		default:
 			r.Fields = append(r.Fields, Field{key, v})
 		}
+		sc.space()
+		c := sc.peek()
+		sc.i++
+		if c == '}' {
+			break
+		}
+		if c != ',' {
+			return r, sc.invalid()
+		}
+		sc.space()
 	}
-	if _, err := dec.Token(); err != nil {
-		return r, notJSON(err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
+	if sc.i != len(line) {
 		return r, errors.New("it has more after its JSON object")
 	}
 	for _, f := range []struct {
@@ -131,51 +146,223 @@ func ParseLine(line []byte) (Record, error) {
 	return r, nil
 }
 
-func notJSON(err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return errors.New("it is not whole JSON")
-	}
-	return fmt.Errorf("it is not valid JSON (%v)", err)
+// scanner reads the JSON of one line: an object whose values are strings,
+// whole numbers, booleans or lists of strings.
+type scanner struct {
+	b []byte
+	i int
 }
 
-// value reads one field's value: a string, an integer, a boolean, or a
-// list of strings.
-func value(dec *json.Decoder) (any, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, notJSON(err)
+func (s *scanner) peek() byte {
+	if s.i < len(s.b) {
+		return s.b[s.i]
 	}
-	switch v := tok.(type) {
-	case string, bool:
-		return v, nil
-	case json.Number:
-		n, err := strconv.ParseInt(string(v), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s is not a whole number", v)
-		}
-		return n, nil
-	case json.Delim:
-		if v != '[' {
-			return nil, errors.New("it is an object, which no field is")
-		}
-		list := []string{}
-		for dec.More() {
-			tok, err := dec.Token()
-			if err != nil {
-				return nil, notJSON(err)
+	return 0
+}
+
+func (s *scanner) space() {
+	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\r' || s.b[s.i] == '\n') {
+		s.i++
+	}
+}
+
+func (s *scanner) invalid() error {
+	if s.i >= len(s.b) {
+		return errors.New("it is not whole JSON")
+	}
+	return fmt.Errorf("it is not valid JSON (at byte %d)", s.i+1)
+}
+
+// value reads a string, a whole number, true or false, or a list of
+// strings.
+func (s *scanner) value() (any, error) {
+	switch c := s.peek(); {
+	case c == '"':
+		return s.str()
+	case c == 't' || c == 'f' || c == 'n':
+		for _, lit := range []string{"true", "false", "null"} {
+			if bytes.HasPrefix(s.b[s.i:], []byte(lit)) {
+				s.i += len(lit)
+				if lit == "null" {
+					return nil, errors.New("it is null")
+				}
+				return lit == "true", nil
 			}
-			s, ok := tok.(string)
-			if !ok {
+		}
+	case c == '-' || c >= '0' && c <= '9':
+		return s.number()
+	case c == '[':
+		s.i++
+		list := []string{}
+		s.space()
+		if s.peek() == ']' {
+			s.i++
+			return list, nil
+		}
+		for {
+			s.space()
+			if s.peek() != '"' {
+				if _, err := s.value(); err != nil {
+					return nil, err
+				}
 				return nil, errors.New("its list holds something other than strings")
 			}
-			list = append(list, s)
+			v, err := s.str()
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, v)
+			s.space()
+			c := s.peek()
+			s.i++
+			if c == ']' {
+				return list, nil
+			}
+			if c != ',' {
+				s.i--
+				return nil, s.invalid()
+			}
 		}
-		if _, err := dec.Token(); err != nil {
-			return nil, notJSON(err)
-		}
-		return list, nil
+	case c == '{':
+		return nil, errors.New("it is an object, which no field is")
 	}
-	return nil, errors.New("it is null")
+	return nil, s.invalid()
+}
+
+// number reads a JSON number, which must be a whole one that fits an
+// int64.
+func (s *scanner) number() (any, error) {
+	start := s.i
+	digits := func() int {
+		n := 0
+		for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+			s.i++
+			n++
+		}
+		return n
+	}
+	if s.peek() == '-' {
+		s.i++
+	}
+	if s.peek() == '0' {
+		s.i++
+	} else if digits() == 0 {
+		return nil, s.invalid()
+	}
+	whole := true
+	if s.peek() == '.' {
+		s.i++
+		if digits() == 0 {
+			return nil, s.invalid()
+		}
+		whole = false
+	}
+	if c := s.peek(); c == 'e' || c == 'E' {
+		s.i++
+		if c := s.peek(); c == '+' || c == '-' {
+			s.i++
+		}
+		if digits() == 0 {
+			return nil, s.invalid()
+		}
+		whole = false
+	}
+	text := string(s.b[start:s.i])
+	n, err := strconv.ParseInt(text, 10, 64)
+	if !whole || err != nil {
+		return nil, fmt.Errorf("%s is not a whole number", text)
+	}
+	return n, nil
+}
+
+// str reads a JSON string as encoding/json does.
+func (s *scanner) str() (string, error) {
+	if s.peek() != '"' {
+		return "", s.invalid()
+	}
+	s.i++
+	start := s.i
+	for s.i < len(s.b) { // the common case: no escapes, valid UTF-8
+		c := s.b[s.i]
+		if c == '"' {
+			if utf8.Valid(s.b[start:s.i]) {
+				s.i++
+				return string(s.b[start : s.i-1]), nil
+			}
+			break
+		}
+		if c == '\\' || c < 0x20 {
+			break
+		}
+		s.i++
+	}
+	s.i = start
+	var out []byte
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			s.i++
+			return string(out), nil
+		case c < 0x20:
+			return "", s.invalid()
+		case c == '\\':
+			s.i++
+			switch e := s.peek(); e {
+			case '"', '\\', '/':
+				out = append(out, e)
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				r, ok := s.hex4(s.i + 1)
+				if !ok {
+					return "", s.invalid()
+				}
+				s.i += 4
+				if utf16.IsSurrogate(r) {
+					if r2, ok := s.hex4(s.i + 3); ok && s.b[s.i+1] == '\\' && s.b[s.i+2] == 'u' {
+						if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+							r = d
+							s.i += 6
+						} else {
+							r = utf8.RuneError
+						}
+					} else {
+						r = utf8.RuneError
+					}
+				}
+				out = utf8.AppendRune(out, r)
+			default:
+				return "", s.invalid()
+			}
+			s.i++
+		case c < utf8.RuneSelf:
+			out = append(out, c)
+			s.i++
+		default:
+			r, size := utf8.DecodeRune(s.b[s.i:])
+			out = utf8.AppendRune(out, r) // an invalid byte becomes U+FFFD
+			s.i += size
+		}
+	}
+	return "", s.invalid()
+}
+
+// hex4 reads the four hex digits at b[at:].
+func (s *scanner) hex4(at int) (rune, bool) {
+	if at+4 > len(s.b) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(s.b[at:at+4]), 16, 16)
+	return rune(n), err == nil
 }
 
 func isHash(s string) bool {

@@ -326,38 +326,46 @@ func (l *Log) locked(fn func() error) error {
 // recoverReceipts files the receipts of taps whose line reached the log
 // but whose receipt did not: a crash between the two writes, or a
 // receipt file lost. The log is what is synced to the disk; the receipts
-// are an index of it. It looks at the newest two files of the log, which
-// hold every line written since the last receipt unless the log rotated
-// twice since (16 MiB of lines). It returns how many it filed.
+// are an index of it. It reads back from the end of the log's newest two
+// files to the line of the newest receipt (hashing lines, parsing only
+// those after it), so it finds every line written since unless the log
+// rotated twice since (16 MiB of lines). It returns how many it filed.
 func (l *Log) recoverReceipts(now time.Time) (int, error) {
 	paths, err := Files(l.opts.Dir)
 	if err != nil {
 		return 0, err
 	}
-	paths = paths[max(0, len(paths)-2):]
-	var recs []Record
-	files, err := readFiles(paths)
+	files, err := readFiles(paths[max(0, len(paths)-2):])
 	if err != nil {
 		return 0, err
 	}
-	readData(files, func(r Record) { recs = append(recs, r) }, nil)
-	from := 0
+	last := ""
 	if n := len(l.rc.list); n > 0 {
-		last := l.rc.list[n-1].ID
-		from = -1
-		for i := len(recs) - 1; i >= 0; i-- {
-			if recs[i].Hash == last {
-				from = i + 1
-				break
+		last = l.rc.list[n-1].ID
+	}
+	var after [][]byte // the lines after the newest receipt's, newest first
+	found := last == ""
+scan:
+	for i := len(files) - 1; i >= 0; i-- {
+		lines := splitLines(files[i].data)
+		for j := len(lines) - 1; j >= 0; j-- {
+			if last != "" && hashLine(lines[j]) == last {
+				found = true
+				break scan
 			}
+			after = append(after, lines[j])
 		}
-		if from < 0 {
-			return 0, nil // the last receipt's line is older than these files: nothing is missing here
-		}
+	}
+	if !found {
+		return 0, nil // the newest receipt's line is older than these files: none is missing from them
 	}
 	cutoff := now.Add(-l.opts.Retention.MaxAge)
 	added := 0
-	for _, r := range recs[from:] {
+	for i := len(after) - 1; i >= 0; i-- {
+		r, err := ParseLine(after[i])
+		if err != nil {
+			continue
+		}
 		sc, ok := schemas[r.Event]
 		if !ok || !sc.tap || r.Time.Before(cutoff) {
 			continue
