@@ -30,6 +30,7 @@ func (a *allowAll) Check(syscall.Conn) (callercheck.Caller, error) {
 }
 
 type rig struct {
+	token string // sent as a bearer token when set (the token transport)
 	srv   *Server
 	board *Board
 	hc    *http.Client
@@ -111,6 +112,9 @@ func (r *rig) do(t *testing.T, method, path, body string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, "http://agent"+path, strings.NewReader(body))
 	req.Header.Set(wire.VersionHeader, "1")
+	if r.token != "" {
+		req.Header.Set("Authorization", "Bearer "+r.token)
+	}
 	resp, err := r.hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -661,8 +665,17 @@ func TestAlwaysAllow(t *testing.T) {
 }
 
 func TestRemoteTransportHasNoLocalRoutes(t *testing.T) {
-	r := newRig(t, Transport{Remote: true}, BoardOptions{})
-	status, body := r.post(t, wire.AskPath, yesNo("x", "t"))
+	const token = "remote-token-0123456789abcdef0123456789"
+	// K3: a token transport without a token refuses everything.
+	bare := newRig(t, Transport{Remote: true}, BoardOptions{})
+	status, body := bare.do(t, "GET", wire.SnapshotPath, "")
+	want(t, status, body, http.StatusUnauthorized, wire.CodeTokenRefused)
+
+	r := newRig(t, Transport{Remote: true, Tokens: Tokens{Current: token}}, BoardOptions{})
+	status, body = r.do(t, "GET", wire.SnapshotPath, "")
+	want(t, status, body, http.StatusUnauthorized, wire.CodeTokenRefused)
+	r.token = token
+	status, body = r.post(t, wire.AskPath, yesNo("x", "t"))
 	want(t, status, body, http.StatusNotFound, wire.CodeNotFound)
 	// K3: no caller check on the token transport.
 	status, body = r.post(t, wire.SendPath, wire.SendRequest{RequestID: "s", Conversation: "main", Text: "hi"})
