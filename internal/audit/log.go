@@ -274,7 +274,7 @@ func tighten(path string, op *Opened) error {
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		return fmt.Errorf("%s is a symbolic link; remove it so Collie writes the audit log itself", path)
 	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+	if perm := fi.Mode().Perm(); unixModes && perm&0o077 != 0 {
 		if err := os.Chmod(path, 0o600); err != nil {
 			return fmt.Errorf("tighten %s from %04o to 0600: %w; run chmod 600 %s", path, perm, err, path)
 		}

@@ -33,3 +33,6 @@ func flock(f *os.File, exclusive bool) (unlock func(), err error) {
 	}
 	return func() { unix.Flock(fd, unix.LOCK_UN) }, nil
 }
+
+// unixModes: files have Unix permission bits, which Open tightens (A1).
+const unixModes = true
