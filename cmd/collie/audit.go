@@ -55,7 +55,7 @@ func cmdAudit(ctx context.Context, e *env, args []string) error {
 		return nil
 	}
 	var recs []audit.Record
-	err = audit.ReadFiles(files, func(r audit.Record) {
+	err = audit.Read(paths.State, func(r audit.Record) {
 		if (*agent == "" || r.Session == *agent) && (*device == "" || r.Device == *device) &&
 			(*event == "" || r.Event == *event) && !r.Time.Before(from) {
 			recs = append(recs, r)

@@ -47,7 +47,7 @@ func Files(dir string) ([]string, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read the state folder: %w", err)
+		return nil, fmt.Errorf("read the state folder: %w; run collie as the user whose log it is", err)
 	}
 	var rotated []string
 	current := false
@@ -116,7 +116,7 @@ func openFiles(dir string) ([]*os.File, []int64, error) {
 		}
 		if err != nil {
 			closeAll(files)
-			return nil, nil, fmt.Errorf("open the audit log: %w", err)
+			return nil, nil, fmt.Errorf("open the audit log: %w; run collie as the user whose log it is", err)
 		}
 		fi, err := f.Stat()
 		if err != nil {
@@ -153,7 +153,7 @@ func readFiles(paths []string) ([]fileData, error) {
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
 		if err != nil {
-			return nil, fmt.Errorf("read the audit log: %w", err)
+			return nil, fmt.Errorf("read the audit log: %w; give a file that exists and that you can read", err)
 		}
 		out = append(out, fileData{p, data})
 	}
@@ -164,16 +164,6 @@ func readFiles(paths []string) ([]fileData, error) {
 // skip with each line that is not a record (see Verify for why).
 func Read(dir string, fn func(Record), skip func(Problem)) error {
 	files, err := snapshot(dir)
-	if err != nil {
-		return err
-	}
-	readData(files, fn, skip)
-	return nil
-}
-
-// ReadFiles is Read over the given files, oldest first.
-func ReadFiles(paths []string, fn func(Record), skip func(Problem)) error {
-	files, err := readFiles(paths)
 	if err != nil {
 		return err
 	}

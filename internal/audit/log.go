@@ -356,8 +356,7 @@ func (l *Log) Record(who Who, ev Event) (Receipt, error) {
 	if ev.tap() && ev.result().status == "" {
 		return Receipt{}, fmt.Errorf("audit: the %s event has no result; give audit.OK, audit.Refused(reason) or audit.Failed(reason)", ev.Name())
 	}
-	now := l.opts.Now()
-	rc, seq, err := l.append(now, who, ev)
+	rc, seq, err := l.append(who, ev)
 	if err != nil {
 		return rc, err
 	}
@@ -375,15 +374,16 @@ func (l *Log) Record(who Who, ev Event) (Receipt, error) {
 	return rc, nil
 }
 
-func (l *Log) append(now time.Time, who Who, ev Event) (Receipt, uint64, error) {
+func (l *Log) append(who Who, ev Event) (Receipt, uint64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return Receipt{}, 0, ErrClosed
 	}
+	now := l.opts.Now() // under the lock: the lines' times follow their order
 	unlock, err := flock(l.lockF, true)
 	if err != nil {
-		return Receipt{}, 0, fmt.Errorf("audit: lock the log: %w", err)
+		return Receipt{}, 0, fmt.Errorf("audit: the %s line was not recorded: lock %s: %w", ev.Name(), lockName, err)
 	}
 	defer unlock()
 	if err := l.catchUp(); err != nil {
@@ -406,7 +406,7 @@ func (l *Log) append(now time.Time, who Who, ev Event) (Receipt, uint64, error) 
 		l.needNL = out[n-1] != '\n'
 	}
 	if err != nil {
-		return Receipt{}, 0, fmt.Errorf("audit: write %s: %w", l.path, err)
+		return Receipt{}, 0, fmt.Errorf("audit: the %s line was not recorded: write %s: %w; check that the disk has room and the file is yours", ev.Name(), l.path, err)
 	}
 	l.buf = line[:0]
 	hash := hashLine(line)
@@ -551,7 +551,7 @@ func (l *Log) waitSync(seq uint64) error {
 		if l.synced >= seq {
 			var err error
 			if seq > l.errFrom && seq <= l.errTo {
-				err = fmt.Errorf("audit: the line is written, but fsync failed: %w", l.syncErr)
+				err = fmt.Errorf("audit: the line is written, but fsync failed: %w; check the disk (dmesg shows its errors)", l.syncErr)
 			}
 			l.smu.Unlock()
 			return err

@@ -96,8 +96,10 @@ func verify(files []fileData) Report {
 	index := map[string]int{} // record hash → index in entries
 	for fi, f := range files {
 		rep.Files = append(rep.Files, f.path)
-		for n, raw := range splitLines(f.data) {
-			e := entry{file: fi, line: n + 1, noNewline: !bytes.HasSuffix(f.data, []byte{'\n'}) && n == bytes.Count(f.data, []byte{'\n'})}
+		lines := splitLines(f.data)
+		unterminated := !bytes.HasSuffix(f.data, []byte{'\n'})
+		for n, raw := range lines {
+			e := entry{file: fi, line: n + 1, noNewline: unterminated && n == len(lines)-1}
 			e.rec, e.err = ParseLine(raw)
 			if e.err != nil {
 				e.torn = bytes.HasPrefix(raw, []byte(`{"time":"`)) && !bytes.HasSuffix(raw, []byte("}"))
