@@ -12,6 +12,7 @@ import (
 
 	"github.com/collie-linux/collie/internal/bridge"
 	"github.com/collie-linux/collie/internal/config"
+	"github.com/collie-linux/collie/internal/device"
 	"github.com/collie-linux/collie/internal/journal"
 )
 
@@ -25,29 +26,40 @@ func cmdDaemon(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	// config.toml is reserved (collie.toml(5)): a key in it is refused
-	// rather than ignored.
-	if _, _, err := config.Load(paths.ConfigFile()); err != nil {
+	// A key config.toml does not know is refused rather than ignored.
+	cfg, _, err := config.Load(paths.ConfigFile())
+	if err != nil {
 		return err
 	}
 	level := slog.LevelInfo
 	if *debug {
 		level = slog.LevelDebug
 	}
-	return runBridge(ctx, e, paths, level)
+	return runBridge(ctx, e, paths, deviceListen(cfg.Devices), level)
+}
+
+// deviceListen turns [devices] into the device API's settings; nil when
+// it is off.
+func deviceListen(d config.Devices) *device.ListenConfig {
+	addr, on := d.DeviceListen()
+	if !on {
+		return nil
+	}
+	return &device.ListenConfig{Addr: addr, TLS: d.TLS, CertFile: d.TLSCert, KeyFile: d.TLSKey}
 }
 
 // runBridge runs the daemon until SIGINT or SIGTERM; SIGHUP reloads
 // sources.json.
-func runBridge(ctx context.Context, e *env, paths config.Paths, level slog.Level) error {
+func runBridge(ctx context.Context, e *env, paths config.Paths, devices *device.ListenConfig, level slog.Level) error {
 	log := journal.NewLogger("collie", e.stderr, level)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	b := bridge.New(bridge.Options{
-		Paths:  paths,
-		UID:    os.Getuid(),
-		Log:    log,
-		Notify: func(state string) { daemon.SdNotify(false, state) },
+		Paths:   paths,
+		UID:     os.Getuid(),
+		Log:     log,
+		Notify:  func(state string) { daemon.SdNotify(false, state) },
+		Devices: devices,
 	})
 	go watchdog(ctx, b, log)
 	hup := make(chan os.Signal, 1)

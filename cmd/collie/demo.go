@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/config"
+	"github.com/collie-linux/collie/internal/control"
+	"github.com/collie-linux/collie/internal/device"
 	"github.com/collie-linux/collie/internal/sources"
 )
 
@@ -45,7 +47,11 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 
-	agent := exec.Command(agentBin, "--name", "demo", "--socket", socket, "--config", filepath.Join(dir, "none.toml"))
+	agentConfig := filepath.Join(dir, "demo.toml")
+	if err := os.WriteFile(agentConfig, []byte(demoAgentConfig), 0o600); err != nil {
+		return fmt.Errorf("write the demo agent's config: %w", err)
+	}
+	agent := exec.Command(agentBin, "--name", "demo", "--socket", socket, "--config", agentConfig)
 	agent.Stdout, agent.Stderr = e.stderr, e.stderr
 	agent.SysProcAttr = dieWithParent()
 	if err := agent.Start(); err != nil {
@@ -69,7 +75,22 @@ Look at it from another terminal:
 
 Stop with Ctrl-C; the demo's folder %s is removed.
 `, paths.Runtime, filepath.Dir(paths.Config), self, self, dir)
-	return runBridge(ctx, e, paths, slog.LevelInfo)
+	go printPairing(ctx, e, paths.Control())
+	return runBridge(ctx, e, paths, &device.ListenConfig{Addr: "127.0.0.1:0"}, slog.LevelInfo)
+}
+
+// printPairing shows a pairing link once the demo's bridge is up, so a
+// browser on this machine can answer the demo question.
+func printPairing(ctx context.Context, e *env, controlPath string) {
+	if err := waitForSocket(controlPath, 10*time.Second); err != nil {
+		return
+	}
+	p, err := control.NewClient(controlPath).Pair(ctx)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "collie demo: no pairing link: %v\n", err)
+		return
+	}
+	fmt.Fprintf(e.stdout, "\nAnswer the demo question in a browser on this machine (single use, 10 minutes):\n\n    %s\n\nIt shows the code %s.\n", p.URL, p.Code)
 }
 
 // findAgent finds collie-agent beside this binary, then on PATH.
@@ -99,3 +120,15 @@ func waitForSocket(path string, limit time.Duration) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// demoAgentConfig is the demo agent's configuration. The demo runs the
+// agent beside the bridge, in the same cgroup, where the caller check
+// cannot tell the bridge from the agent's own tools and would refuse every
+// tap; a real agent runs as collie-agent@NAME.service with the check on.
+const demoAgentConfig = `title = "Demo conversation"
+CallerCheck = "off"
+
+[question]
+title = "Deploy the demo to staging?"
+rationale = "This is the demo question of collie-agent. Answer it from the page collie demo printed."
+`

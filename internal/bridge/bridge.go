@@ -71,7 +71,7 @@ type agent struct {
 	client upstream.Client
 	cancel context.CancelFunc
 	done   chan struct{}
-	wake   chan struct{} // poll now
+	wake   chan struct{} // poll now: a device started looking, or wrote
 
 	// Guarded by Bridge.mu.
 	status control.AgentStatus
@@ -191,6 +191,9 @@ func (b *Bridge) SetWatching(on bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, a := range b.agents {
+		if !a.status.Reachable {
+			continue // down or refusing the token: stays at the idle cadence
+		}
 		select {
 		case a.wake <- struct{}{}:
 		default:
@@ -233,9 +236,6 @@ func (b *Bridge) poll(ctx context.Context, a *agent) {
 			return
 		case <-t.C:
 		case <-a.wake:
-			if b.next(a) != b.o.Active {
-				continue
-			}
 		}
 		b.pollOnce(ctx, a)
 		t.Reset(b.next(a))

@@ -12,11 +12,38 @@ import (
 	"github.com/pelletier/go-toml/v2"
 )
 
-// File is the content of config.toml. This version of Collie has no
-// settings: the file is reserved, and any key in it is refused, so that a
-// setting meant for a later version is never silently ignored. See
-// collie.toml(5).
-type File struct{}
+// File is the content of config.toml. A key Collie does not know is
+// refused, so that a setting meant for a later version, or misspelt, is
+// never silently ignored. See collie.toml(5).
+type File struct {
+	Devices Devices `toml:"devices"`
+}
+
+// Devices is [devices]: where paired phones and browsers reach the bridge.
+type Devices struct {
+	// Listen is host:port; nil means DefaultDeviceListen, and "" turns the
+	// device API off.
+	Listen *string `toml:"listen"`
+	// TLS is "auto" (plain HTTP on loopback, TLS beyond it), "on" or "off".
+	TLS string `toml:"tls"`
+	// TLSCert and TLSKey are the user's own certificate; without them a
+	// self-signed one is made in the state folder.
+	TLSCert string `toml:"tls_cert"`
+	TLSKey  string `toml:"tls_key"`
+}
+
+// DefaultDeviceListen is where the device API listens unless configured:
+// loopback only.
+const DefaultDeviceListen = "127.0.0.1:8780"
+
+// DeviceListen returns the configured listen address, and false when the
+// device API is turned off.
+func (d Devices) DeviceListen() (string, bool) {
+	if d.Listen == nil {
+		return DefaultDeviceListen, true
+	}
+	return *d.Listen, *d.Listen != ""
+}
 
 // ConfigFile is $XDG_CONFIG_HOME/collie/config.toml.
 func (p Paths) ConfigFile() string { return filepath.Join(p.Config, "config.toml") }
@@ -38,7 +65,7 @@ func Load(path string) (f File, exists bool, err error) {
 		var sm *toml.StrictMissingError
 		if errors.As(err, &sm) && len(sm.Errors) > 0 {
 			row, _ := sm.Errors[0].Position()
-			return File{}, true, fmt.Errorf("%s, line %d: unknown setting %q; this version of Collie has no settings in config.toml, so remove it (see collie.toml(5))",
+			return File{}, true, fmt.Errorf("%s, line %d: unknown setting %q; remove it, or see collie.toml(5) for the settings there are",
 				path, row, strings.Join(sm.Errors[0].Key(), "."))
 		}
 		var de *toml.DecodeError

@@ -24,9 +24,11 @@ func TestLoad(t *testing.T) {
 		{name: "empty file", path: write("empty.toml", ""), exists: true},
 		{name: "comments only", path: write("comments.toml", "# reserved\n\n"), exists: true},
 		{name: "unknown key is refused", path: write("unknown.toml", "# x\npoll = 5\n"), exists: true,
-			wantErr: `unknown.toml, line 2: unknown setting "poll"; this version of Collie has no settings in config.toml, so remove it (see collie.toml(5))`},
+			wantErr: `unknown.toml, line 2: unknown setting "poll"; remove it, or see collie.toml(5) for the settings there are`},
 		{name: "unknown table key is refused", path: write("table.toml", "[push]\nurl = \"x\"\n"), exists: true,
 			wantErr: `unknown setting "push`},
+		{name: "devices", path: write("devices.toml", "[devices]\nlisten = \"127.0.0.1:9000\"\ntls = \"on\"\n"), exists: true},
+		{name: "unknown devices key", path: write("dev2.toml", "[devices]\nport = 1\n"), exists: true, wantErr: `unknown setting "devices.port"`},
 		{name: "bad syntax names the line", path: write("bad.toml", "a = = 1\n"), exists: true,
 			wantErr: "bad.toml, line 1 column"},
 	}
@@ -50,5 +52,22 @@ func TestConfigFile(t *testing.T) {
 	p := Paths{Config: "/c/collie"}
 	if got := p.ConfigFile(); got != "/c/collie/config.toml" {
 		t.Errorf("ConfigFile = %q", got)
+	}
+}
+
+func TestDeviceListen(t *testing.T) {
+	off, other := "", "0.0.0.0:9000"
+	for _, tt := range []struct {
+		d    Devices
+		addr string
+		on   bool
+	}{
+		{Devices{}, DefaultDeviceListen, true},
+		{Devices{Listen: &off}, "", false},
+		{Devices{Listen: &other}, other, true},
+	} {
+		if addr, on := tt.d.DeviceListen(); addr != tt.addr || on != tt.on {
+			t.Errorf("DeviceListen(%+v) = %q %v, want %q %v", tt.d, addr, on, tt.addr, tt.on)
+		}
 	}
 }

@@ -42,7 +42,7 @@ func checkConfig(_ context.Context, e *Env) []Row {
 	case !exists:
 		return []Row{ok("no %s: the defaults are in use (collie.toml(5))", path)}
 	}
-	return []Row{ok("%s parses; it has no settings (collie.toml(5))", path)}
+	return []Row{ok("%s parses (collie.toml(5))", path)}
 }
 
 func mode(fi fs.FileInfo) string { return fmt.Sprintf("%04o", fi.Mode().Perm()) }
