@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/coreos/go-systemd/v22/daemon"
 
+	"github.com/collie-linux/collie/internal/audit"
 	"github.com/collie-linux/collie/internal/bridge"
 	"github.com/collie-linux/collie/internal/config"
 	"github.com/collie-linux/collie/internal/device"
@@ -54,12 +56,28 @@ func runBridge(ctx context.Context, e *env, paths config.Paths, devices *device.
 	log := journal.NewLogger("collie", e.stderr, level)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	content, err := audit.ParseContent(e.getenv("COLLIE_AUDIT_CONTENT"))
+	if err != nil {
+		return err
+	}
+	auditLog, opened, err := audit.Open(audit.Options{Dir: paths.State, Content: content})
+	if err != nil {
+		return fmt.Errorf("open the audit log: %w", err)
+	}
+	defer auditLog.Close()
+	for _, t := range opened.Tightened {
+		log.Warn("an audit file was readable by others; set its mode to 0600", "path", t.Path, "old_mode", fmt.Sprintf("%04o", t.Was.Perm()))
+	}
+	if opened.Torn {
+		log.Warn("the audit log ended in a line cut short, probably by a crash; it is kept, and collie audit verify reports it")
+	}
 	b := bridge.New(bridge.Options{
 		Paths:   paths,
 		UID:     os.Getuid(),
 		Log:     log,
 		Notify:  func(state string) { daemon.SdNotify(false, state) },
 		Devices: devices,
+		Audit:   bridge.Auditor{Log: auditLog, Logger: log},
 	})
 	go watchdog(ctx, b, log)
 	hup := make(chan os.Signal, 1)

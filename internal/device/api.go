@@ -29,9 +29,10 @@ type Backend interface {
 }
 
 // Recorder writes the audit log: every write a device asks for, carried
-// out or refused (A1–A5).
+// out or refused (A1–A5). write is the write's name ("answer", "send", …);
+// req is nil when the request was refused before it could be read.
 type Recorder interface {
-	Write(dev Device, agent, path string, req wire.Request, result string, reason string)
+	Write(dev Device, agent, write string, req wire.Request, result string, reason string)
 }
 
 // Options configure the device API.
@@ -234,7 +235,7 @@ func (a *API) write(w http.ResponseWriter, r *http.Request) {
 	}
 	refuse := func(status int, code, msg string, req wire.Request) {
 		if a.o.Audit != nil {
-			a.o.Audit.Write(d, agent, path, req, "refused", msg)
+			a.o.Audit.Write(d, agent, name, req, "refused", msg)
 		}
 		apiError(w, status, code, msg)
 	}
@@ -255,7 +256,7 @@ func (a *API) write(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusBadRequest, wire.CodeBadRequest, err.Error(), nil)
 		return
 	}
-	a.forward(w, r.Context(), d, agent, path, req, nil)
+	a.forward(w, r.Context(), d, agent, name, req, nil)
 }
 
 func (a *API) answer(w http.ResponseWriter, r *http.Request, d Device, agent string, refuse func(int, string, string, wire.Request)) {
@@ -265,6 +266,13 @@ func (a *API) answer(w http.ResponseWriter, r *http.Request, d Device, agent str
 		return
 	}
 	ans := &req.AnswerRequest
+	// A question decided here stays decided after it leaves the agent's
+	// snapshot: the second device is told who answered, and when (D9).
+	qkey := decisionKey(agent, ans.Conversation, wire.Question{ID: ans.Question})
+	if prev, ok := a.decided.get(qkey); ok {
+		refuse(http.StatusConflict, wire.CodeAlreadyDecided, fmt.Sprintf("this question was answered already, by %s at %s", prev.DeviceName, prev.At.Format(time.RFC3339)), ans)
+		return
+	}
 	q, ok := a.question(agent, ans.Conversation, ans.Question)
 	if !ok {
 		refuse(http.StatusNotFound, wire.CodeUnknownQuestion, "there is no such open question; it may have been answered or withdrawn", ans)
@@ -303,10 +311,13 @@ func (a *API) answer(w http.ResponseWriter, r *http.Request, d Device, agent str
 		return
 	}
 	dec := &Decision{Device: d.ID, DeviceName: d.Name, At: a.o.Now().UTC(), RequestID: ans.RequestID}
-	if !a.forward(w, r.Context(), d, agent, wire.AnswerPath, ans, dec) {
+	if !a.forward(w, r.Context(), d, agent, "answer", ans, dec) {
 		dec = nil
 	}
 	a.decided.settle(key, dec)
+	if dec != nil && qkey != key {
+		a.decided.settle(qkey, dec)
+	}
 }
 
 // question finds an open question in what the bridge holds.
@@ -333,12 +344,12 @@ func (a *API) question(agent, conversation, id string) (wire.Question, bool) {
 	return wire.Question{}, false
 }
 
-// forward sends req to the agent and replies to the device. It reports
-// whether the agent took the write.
-func (a *API) forward(w http.ResponseWriter, ctx context.Context, d Device, agent, path string, req wire.Request, dec *Decision) bool {
+// forward sends the write called name to the agent and replies to the
+// device. It reports whether the agent took the write.
+func (a *API) forward(w http.ResponseWriter, ctx context.Context, d Device, agent, name string, req wire.Request, dec *Decision) bool {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	reply, err := a.o.Backend.Forward(ctx, agent, path, req)
+	reply, err := a.o.Backend.Forward(ctx, agent, writeRoutes[name], req)
 	result, status, code := "ok", http.StatusOK, ""
 	var ref *upstream.Refused
 	switch {
@@ -355,7 +366,7 @@ func (a *API) forward(w http.ResponseWriter, ctx context.Context, d Device, agen
 		if err != nil {
 			reason = err.Error()
 		}
-		a.o.Audit.Write(d, agent, path, req, result, reason)
+		a.o.Audit.Write(d, agent, name, req, result, reason)
 	}
 	if err != nil {
 		apiError(w, status, code, err.Error())

@@ -61,10 +61,10 @@ type auditLog struct {
 	lines []string
 }
 
-func (a *auditLog) Write(d Device, agent, path string, req wire.Request, result, reason string) {
+func (a *auditLog) Write(d Device, agent, write string, req wire.Request, result, reason string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.lines = append(a.lines, d.ID+" "+agent+" "+path+" "+result+" "+reason)
+	a.lines = append(a.lines, d.ID+" "+agent+" "+write+" "+result+" "+reason)
 }
 
 func (a *auditLog) last() string {
@@ -253,6 +253,17 @@ func TestDecidedOnce(t *testing.T) {
 	}
 	if f.back.count() != 1 {
 		t.Fatalf("%d answers reached the agent, want 1", f.back.count())
+	}
+	// The agent took the answer and the question left its snapshot: a late
+	// answer is still told who answered, not that the question is unknown.
+	f.back.mu.Lock()
+	f.back.view = demoView(1)
+	qs := f.back.view[0].Snapshot.Spaces[0].Tabs[0].Conversations[0].Questions
+	f.back.view[0].Snapshot.Spaces[0].Tabs[0].Conversations[0].Questions = qs[1:]
+	f.back.mu.Unlock()
+	status, b = f.do(t, "POST", "/api/v1/agents/demo/answer", other, strings.Replace(body, "a1", "a3", 1), writeHdr)
+	if status != 409 || !strings.Contains(b, "by phone at") {
+		t.Fatalf("late answer after the question left: %d %s", status, b)
 	}
 }
 

@@ -68,6 +68,15 @@ func (d *decisions) reserve(key string) (Decision, bool) {
 	return Decision{}, true
 }
 
+// get returns the decision recorded under key.
+func (d *decisions) get(key string) (Decision, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.prune()
+	dec, ok := d.decided[key]
+	return dec, ok
+}
+
 // settle ends a reservation: as a decision when the agent took the answer,
 // or released so the question can be answered again.
 func (d *decisions) settle(key string, dec *Decision) {

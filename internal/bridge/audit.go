@@ -1,0 +1,77 @@
+package bridge
+
+import (
+	"log/slog"
+
+	"github.com/collie-linux/collie/internal/audit"
+	"github.com/collie-linux/collie/internal/device"
+	"github.com/collie-linux/collie/internal/wire"
+)
+
+// Auditor records the device API's writes in the audit log (A1–A5). A
+// failed record is logged, and never blocks or undoes the write (A5).
+type Auditor struct {
+	Log    *audit.Log
+	Logger *slog.Logger
+}
+
+// Write implements device.Recorder.
+func (a Auditor) Write(d device.Device, agent, write string, req wire.Request, result, reason string) {
+	r := audit.OK
+	switch result {
+	case audit.StatusRefused:
+		r = audit.Refused(reason)
+	case audit.StatusFailed:
+		r = audit.Failed(reason)
+	}
+	ev := eventOf(write, req, r)
+	if _, err := a.Log.Record(audit.Who{Session: agent, Device: d.ID}, ev); err != nil {
+		a.Logger.Error("could not write the audit log; the write itself went ahead", "err", err, "agent", agent, "device", d.ID)
+	}
+}
+
+// eventOf maps a write to its audit event (A3). A request refused before
+// it could be read is recorded with what is known: which write it was.
+func eventOf(write string, req wire.Request, r audit.Result) audit.Event {
+	switch write {
+	case "answer":
+		var q wire.AnswerRequest
+		switch v := req.(type) {
+		case *wire.AnswerRequest:
+			q = *v
+		case *device.AnswerRequest:
+			q = v.AnswerRequest
+		}
+		return audit.AnswerOf(q, r)
+	case "send":
+		q, _ := req.(*wire.SendRequest)
+		return audit.SendOf(deref(q), r)
+	case "abort":
+		q, _ := req.(*wire.AbortRequest)
+		return audit.AbortOf(deref(q), r)
+	case "action":
+		q, _ := req.(*wire.ActionRequest)
+		return audit.ActionOf(deref(q), r)
+	case "starter":
+		q, _ := req.(*wire.StarterRequest)
+		return audit.StarterOf(deref(q), r)
+	case "reopen":
+		q, _ := req.(*wire.ReopenRequest)
+		return audit.ReopenOf(deref(q), r)
+	case "rename":
+		q, _ := req.(*wire.RenameRequest)
+		return audit.RenameOf(deref(q), r)
+	case "close":
+		q, _ := req.(*wire.CloseRequest)
+		return audit.CloseOf(deref(q), r)
+	}
+	return audit.SendOf(wire.SendRequest{}, r)
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

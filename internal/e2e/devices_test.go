@@ -1,0 +1,168 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/collie-linux/collie/internal/control"
+	"github.com/collie-linux/collie/internal/device"
+	"github.com/collie-linux/collie/internal/systemdtest"
+)
+
+// TestDeviceAnswerEndToEnd is issue 4's path with every real part: the
+// agent socket-activated with its caller check on, the bridge as a user
+// service with the device API on loopback, a device pairing over HTTP and
+// answering through the write gate, the agent taking the answer, and the
+// audit log recording the taps and the refusals (D6, D9, A1–A3, A5).
+func TestDeviceAnswerEndToEnd(t *testing.T) {
+	bin := build(t)
+	um := systemdtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	must := func(out string, err error) string {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return out
+	}
+	for _, name := range []string{"collie-agent@.socket", "collie-agent@.service", "collie.service"} {
+		um.InstallUnit(name, unit(t, name, bin))
+	}
+	cfg := filepath.Join(um.Home, ".config/collie/config.toml")
+	if err := um.MkdirAll(filepath.Dir(cfg)); err != nil {
+		t.Fatal(err)
+	}
+	if err := um.WriteFile(cfg, []byte("[devices]\nlisten = \"127.0.0.1:0\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	must(um.Systemctl(ctx, "enable", "--now", "collie-agent@demo.socket"))
+	collie := func(args ...string) string { t.Helper(); return must(um.Run(ctx, filepath.Join(bin, "collie"), args...)) }
+	collie("durable", "attach", "demo", "--socket", um.RuntimeDir+"/desk/demo.sock")
+	must(um.Systemctl(ctx, "start", "collie.service"))
+
+	var p control.Pairing
+	if err := json.Unmarshal([]byte(collie("pair", "--json")), &p); err != nil {
+		t.Fatal(err)
+	}
+	base, secret, _ := strings.Cut(p.URL, "/#pair=")
+	dev := &client{t: t, base: base}
+	var paired device.PairReply
+	if status := dev.call("POST", "/api/v1/pair", `{"secret":"`+secret+`","name":"e2e phone"}`, nil, &paired); status != 200 || paired.Code != p.Code {
+		t.Fatalf("pair: %d %+v (collie pair showed %s)", status, paired, p.Code)
+	}
+	dev.cred = paired.Credential
+
+	// The question arrives through the bridge.
+	var st device.State
+	waitFor(t, 20*time.Second, "the demo question over the device API", func() bool {
+		dev.call("GET", "/api/v1/state", "", nil, &st)
+		return len(st.Agents) == 1 && st.Agents[0].Snapshot != nil && len(questions(st)) == 1
+	})
+	q := questions(st)[0]
+	answer := func(rev int64, reqID string) string {
+		b, _ := json.Marshal(map[string]any{"requestId": reqID, "conversation": "main", "question": q.ID, "revision": rev, "optionIds": []string{"yes"}})
+		return string(b)
+	}
+	gate := map[string]string{device.WriteHeader: "1"}
+	if status := dev.call("POST", "/api/v1/agents/demo/answer", answer(q.Revision, "x1"), map[string]string{device.WriteHeader: "1", "Origin": "https://evil.invalid"}, nil); status != 403 {
+		t.Fatalf("D6 another origin: %d", status)
+	}
+	if status := dev.call("POST", "/api/v1/agents/demo/answer", answer(q.Revision+7, "x2"), gate, nil); status != 409 {
+		t.Fatalf("D9 stale revision: %d", status)
+	}
+	if status := dev.call("POST", "/api/v1/agents/demo/answer", answer(q.Revision, "ok1"), gate, nil); status != 200 {
+		t.Fatalf("the answer: %d", status)
+	}
+	var refusal struct{ Error struct{ Code, Message string } }
+	if status := dev.call("POST", "/api/v1/agents/demo/answer", answer(q.Revision, "ok2"), gate, &refusal); status != 409 || !strings.Contains(refusal.Error.Message, "by e2e phone at") {
+		t.Fatalf("D9 a second answer: %d %+v", status, refusal)
+	}
+
+	// The agent took it: the question is gone, the answer is in the conversation.
+	waitFor(t, 15*time.Second, "the answered question to leave collie show", func() bool {
+		out := collie("show")
+		return !strings.Contains(out, "? ") && strings.Contains(out, "user: Yes")
+	})
+
+	// A1–A3: the taps and the refusals are in the audit log, and it verifies.
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(collie("audit", "--json")), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("collie audit --json: %v: %q", err, l)
+		}
+		lines = append(lines, m)
+	}
+	results := map[string]int{}
+	for _, l := range lines {
+		if l["event"] == "answer" && l["session"] == "demo" && l["device"] == paired.DeviceID {
+			results[l["result"].(string)]++
+		}
+	}
+	if results["ok"] != 1 || results["refused"] != 3 {
+		t.Fatalf("A1: answer lines by result = %v, want 1 ok and 3 refused\n%v", results, lines)
+	}
+	collie("audit", "verify")
+
+	// Revoking cuts the device off at once.
+	collie("devices", "revoke", paired.DeviceID)
+	if status := dev.call("GET", "/api/v1/state", "", nil, nil); status != 401 {
+		t.Fatalf("a revoked device still reads: %d", status)
+	}
+}
+
+func questions(st device.State) (out []struct {
+	ID       string
+	Revision int64
+}) {
+	for _, a := range st.Agents {
+		for _, sp := range a.Snapshot.Spaces {
+			for _, tab := range sp.Tabs {
+				for _, c := range tab.Conversations {
+					for _, q := range c.Questions {
+						out = append(out, struct {
+							ID       string
+							Revision int64
+						}{q.ID, q.Revision})
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// client is a paired device talking to the device API.
+type client struct {
+	t    *testing.T
+	base string
+	cred string
+}
+
+func (c *client) call(method, path, body string, hdr map[string]string, out any) int {
+	c.t.Helper()
+	req, _ := http.NewRequest(method, c.base+path, strings.NewReader(body))
+	if c.cred != "" {
+		req.Header.Set("Authorization", "Bearer "+c.cred)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		json.Unmarshal(b, out)
+	}
+	return resp.StatusCode
+}
