@@ -43,7 +43,10 @@ func TestDeviceAnswerEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	must(um.Systemctl(ctx, "enable", "--now", "collie-agent@demo.socket"))
-	collie := func(args ...string) string { t.Helper(); return must(um.Run(ctx, filepath.Join(bin, "collie"), args...)) }
+	collie := func(args ...string) string {
+		t.Helper()
+		return must(um.Run(ctx, filepath.Join(bin, "collie"), args...))
+	}
 	collie("durable", "attach", "demo", "--socket", um.RuntimeDir+"/desk/demo.sock")
 	must(um.Systemctl(ctx, "start", "collie.service"))
 
@@ -80,7 +83,9 @@ func TestDeviceAnswerEndToEnd(t *testing.T) {
 	if status := dev.call("POST", "/api/v1/agents/demo/answer", answer(q.Revision, "ok1"), gate, nil); status != 200 {
 		t.Fatalf("the answer: %d", status)
 	}
-	var refusal struct{ Error struct{ Code, Message string } }
+	var refusal struct {
+		Error struct{ Code, Message string }
+	}
 	if status := dev.call("POST", "/api/v1/agents/demo/answer", answer(q.Revision, "ok2"), gate, &refusal); status != 409 || !strings.Contains(refusal.Error.Message, "by e2e phone at") {
 		t.Fatalf("D9 a second answer: %d %+v", status, refusal)
 	}
