@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/collie-linux/collie/internal/audit"
 	"github.com/collie-linux/collie/internal/device"
@@ -28,6 +29,11 @@ func (a Auditor) Write(d device.Device, agent, write string, req wire.Request, r
 	if _, err := a.Log.Record(audit.Who{Session: agent, Device: d.ID}, ev); err != nil {
 		a.Logger.Error("could not write the audit log; the write itself went ahead", "err", err, "agent", agent, "device", d.ID)
 	}
+}
+
+// Receipts implements device.Recorder (A6).
+func (a Auditor) Receipts(device string, since time.Time) ([]audit.Receipt, error) {
+	return a.Log.Receipts(device, since)
 }
 
 // eventOf maps a write to its audit event (A3). A request refused before

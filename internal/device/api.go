@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/collie-linux/collie/internal/audit"
 	"github.com/collie-linux/collie/internal/control"
 	"github.com/collie-linux/collie/internal/device/web"
 	"github.com/collie-linux/collie/internal/upstream"
@@ -33,6 +34,8 @@ type Backend interface {
 // req is nil when the request was refused before it could be read.
 type Recorder interface {
 	Write(dev Device, agent, write string, req wire.Request, result string, reason string)
+	// Receipts lists a device's receipts since a time (A6).
+	Receipts(device string, since time.Time) ([]audit.Receipt, error)
 }
 
 // Options configure the device API.
@@ -100,6 +103,7 @@ func (a *API) Handler() http.Handler {
 	mux.Handle("GET /api/v1/whoami", a.authed(http.HandlerFunc(a.whoami)))
 	mux.Handle("GET /api/v1/state", a.authed(http.HandlerFunc(a.state)))
 	mux.Handle("GET /api/v1/events", a.authed(http.HandlerFunc(a.events)))
+	mux.Handle("GET /api/v1/receipts", a.authed(http.HandlerFunc(a.receipts)))
 	mux.Handle("POST /api/v1/agents/{agent}/{write}", a.authed(http.HandlerFunc(a.write)))
 	mux.Handle("GET /", web.Handler()) // the web app (internal/device/web)
 	return mux
@@ -160,6 +164,34 @@ func (a *API) whoami(w http.ResponseWriter, r *http.Request) {
 	d := deviceOf(r.Context())
 	d.CredHash = ""
 	writeJSON(w, http.StatusOK, d)
+}
+
+// receipts lists the device's own receipts (A6): what it did, when, and
+// what came of it, without typed text. ?since=RFC3339 narrows the list.
+func (a *API) receipts(w http.ResponseWriter, r *http.Request) {
+	if a.o.Audit == nil {
+		writeJSON(w, http.StatusOK, []audit.Receipt{})
+		return
+	}
+	var since time.Time
+	if v := r.URL.Query().Get("since"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			apiError(w, http.StatusBadRequest, wire.CodeBadRequest, "since must be a time like 2026-12-02T10:00:00Z")
+			return
+		}
+		since = t
+	}
+	list, err := a.o.Audit.Receipts(deviceOf(r.Context()).ID, since)
+	if err != nil {
+		a.o.Log.Error("read receipts", "err", err)
+		apiError(w, http.StatusInternalServerError, "internal", "the bridge could not read the receipts; see journalctl --user -u collie")
+		return
+	}
+	if list == nil {
+		list = []audit.Receipt{}
+	}
+	writeJSON(w, http.StatusOK, list)
 }
 
 // State is the reply to GET /api/v1/state.

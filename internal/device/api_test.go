@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/collie-linux/collie/internal/audit"
 	"github.com/collie-linux/collie/internal/control"
 	"github.com/collie-linux/collie/internal/wire"
 )
@@ -65,6 +66,10 @@ func (a *auditLog) Write(d Device, agent, write string, req wire.Request, result
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.lines = append(a.lines, d.ID+" "+agent+" "+write+" "+result+" "+reason)
+}
+
+func (a *auditLog) Receipts(device string, since time.Time) ([]audit.Receipt, error) {
+	return []audit.Receipt{{ID: "x", Device: device, Event: "answer", Result: "ok"}}, nil
 }
 
 func (a *auditLog) last() string {

@@ -116,6 +116,19 @@ func TestDeviceAnswerEndToEnd(t *testing.T) {
 	}
 	collie("audit", "verify")
 
+	// A6: the device can fetch its receipts, without typed text.
+	var receipts []struct{ Event, RequestID, Result, Device string }
+	if status := dev.call("GET", "/api/v1/receipts", "", nil, &receipts); status != 200 {
+		t.Fatalf("receipts: %d", status)
+	}
+	okAnswer := false
+	for _, r := range receipts {
+		okAnswer = okAnswer || (r.Event == "answer" && r.RequestID == "ok1" && r.Result == "ok" && r.Device == paired.DeviceID)
+	}
+	if !okAnswer {
+		t.Fatalf("A6: no receipt of the answer: %+v", receipts)
+	}
+
 	// Revoking cuts the device off at once.
 	collie("devices", "revoke", paired.DeviceID)
 	if status := dev.call("GET", "/api/v1/state", "", nil, nil); status != 401 {
