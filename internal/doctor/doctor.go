@@ -61,6 +61,8 @@ type Env struct {
 	// Probe connects to a durable agent's socket as the bridge does (walk,
 	// connect, peer credentials, hello) and returns the agent's name.
 	Probe func(ctx context.Context, socket string) (agent string, err error)
+	// Dial connects to a TCP address (the device API) and hangs up.
+	Dial func(ctx context.Context, addr string) error
 }
 
 // Binary is a program and the version it reports.
@@ -111,6 +113,7 @@ var checks = []check{
 	{"linger", checkLinger},
 	{"journald", checkJournald},
 	{"daemon", checkDaemon},
+	{"device-listener", checkDeviceListener},
 }
 
 // Names lists the checks, in the order they run.

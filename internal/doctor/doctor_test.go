@@ -88,6 +88,7 @@ func healthy(t *testing.T) (*Env, string) {
 		Journald: func() error { return nil },
 		Daemon:   fakeDaemon{agents: []control.AgentStatus{{Name: "demo", Transport: "socket", Target: sock, Reachable: true}}},
 		Probe:    func(context.Context, string) (string, error) { return "demo", nil },
+		Dial:     func(context.Context, string) error { return nil },
 	}
 	return e, root
 }
@@ -210,7 +211,7 @@ func TestCheckFlag(t *testing.T) {
 	golden(t, "check-durable-socket.txt", text(t, run(t, e, "durable-socket")), root)
 
 	_, err := Run(context.Background(), e, "nope")
-	want := `there is no check "nope"; the checks are: binary, config, sources, durable-socket, desk, state-dir, audit-log, units, linger, journald, daemon`
+	want := `there is no check "nope"; the checks are: binary, config, sources, durable-socket, desk, state-dir, audit-log, units, linger, journald, daemon, device-listener`
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %q", err, want)
 	}
@@ -287,5 +288,49 @@ func TestSourcesMode_K5(t *testing.T) {
 		if len(rows) != 1 || rows[0].Status != Fail || !strings.HasSuffix(rows[0].Message, tt.want) || rows[0].Fix != "chmod 0600 "+e.Paths.Sources() {
 			t.Errorf("mode %04o: rows = %+v; want one fail ending %q with fix chmod 0600", tt.mode, rows, tt.want)
 		}
+	}
+}
+
+// TestDeviceListener: [devices] of config.toml as the daemon uses it
+// (loopback, or TLS beyond it), and a listener while the daemon runs.
+func TestDeviceListener(t *testing.T) {
+	for _, tt := range []struct {
+		name, toml string
+		dial       error
+		daemonDown bool
+		status     Status
+		message    string
+	}{
+		{name: "default", status: OK, message: "listening on 127.0.0.1:8780 (plain HTTP, loopback only)"},
+		{name: "off", toml: "[devices]\nlisten = \"\"\n", status: OK, message: "the device API is off"},
+		{name: "tls_beyond_loopback", toml: "[devices]\nlisten = \"0.0.0.0:9443\"\n", status: OK, message: "listening on 0.0.0.0:9443 (TLS with a self-signed certificate)"},
+		{name: "plain_http_beyond_loopback", toml: "[devices]\nlisten = \"192.0.2.1:80\"\ntls = \"off\"\n", status: Fail,
+			message: "plain HTTP is refused on 192.0.2.1:80, which is reachable beyond this machine"},
+		{name: "unknown_tls", toml: "[devices]\ntls = \"maybe\"\n", status: Fail, message: `tls = "maybe" in [devices] is not known`},
+		{name: "cert_without_key", toml: "[devices]\ntls_cert = \"/c.pem\"\n", status: Fail, message: "[devices] has one of tls_cert and tls_key"},
+		{name: "ephemeral_port", toml: "[devices]\nlisten = \"127.0.0.1:0\"\n", status: OK, message: "the device API listens on a port the kernel chose"},
+		{name: "nothing_listens", dial: errors.New("connection refused"), status: Fail, message: "the daemon runs, but nothing listens on 127.0.0.1:8780"},
+		{name: "daemon_down", daemonDown: true, status: Skip, message: "skipped: the daemon is not running"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e, _ := healthy(t)
+			if tt.toml != "" {
+				if err := os.WriteFile(e.Paths.ConfigFile(), []byte(tt.toml), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var dialed string
+			e.Dial = func(_ context.Context, addr string) error { dialed = addr; return tt.dial }
+			if tt.daemonDown {
+				e.Daemon = fakeDaemon{err: control.ErrNotRunning}
+			}
+			rows := run(t, e, "device-listener")
+			if len(rows) != 1 || rows[0].Status != tt.status || !strings.HasPrefix(rows[0].Message, tt.message) || (tt.status != OK && rows[0].Fix == "") {
+				t.Fatalf("rows = %+v; want one %s row starting %q, with a fix unless ok", rows, tt.status, tt.message)
+			}
+			if tt.name == "tls_beyond_loopback" && dialed != "127.0.0.1:9443" {
+				t.Errorf("dialed %q; a listener on every address is reached on loopback", dialed)
+			}
+		})
 	}
 }

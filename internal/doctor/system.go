@@ -47,6 +47,7 @@ func FromSystem(getenv func(string) string, version string) *Env {
 	if e.PathsErr == nil {
 		e.Daemon = control.NewClient(e.Paths.Control())
 	}
+	e.Dial = dialTCP
 	e.Probe = func(ctx context.Context, socket string) (string, error) {
 		h, err := upstream.NewSocket(socket, e.UID).Hello(ctx)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -133,6 +134,13 @@ func TestDebInstall_L1_L2_L4_R14(t *testing.T) {
 		"/usr/lib/systemd/user/collie.service", "/usr/lib/systemd/user/collie-agent@.socket",
 		"/usr/lib/systemd/user/collie-agent@.service").CombinedOutput(); err != nil || len(out) > 0 {
 		t.Errorf("systemd-analyze --user verify of the installed units: %v\n%s", err, out)
+	}
+
+	// The device API on a port nobody else here uses: tests that run
+	// at the same time start daemons on the default one.
+	cfg := fmt.Sprintf("[devices]\nlisten = \"127.0.0.1:%d\"\n", freePort(t))
+	if err := um.WriteFile(um.Home+"/.config/collie/config.toml", []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
 	}
 
 	// What a new user does, as the README says.
@@ -473,4 +481,15 @@ func lockDebTest(t *testing.T) {
 			t.Fatalf("locking %s: %v", path, err)
 		}
 	}
+}
+
+// freePort returns a TCP port on loopback that nothing listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
