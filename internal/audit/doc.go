@@ -75,11 +75,12 @@
 // the line is written and reaches the disk with the next round. Only
 // audit.log is synced per line: receipts are an index of it, and Open
 // files again any receipt a crash lost (Opened.Recovered). Measured on
-// the development VM (ext4 on a virtual disk, BenchmarkRecord): 0.5 to
-// 0.6 ms an append with fsync one at a time (about 1,700 a second),
-// about 11,000 appends a second from 16 goroutines sharing fsync rounds,
-// and 20 to 30 us without fsync, which is six system calls (flock,
-// unlock, two lstat, two write) at this VM's 3 to 5 us each. Device
+// the development VM (ext4 on a virtual disk, BenchmarkRecord): 0.3 to
+// 0.6 ms an append with fsync one at a time (1,600 to 3,000 a second),
+// 11,000 to 19,000 appends a second from 16 goroutines sharing fsync
+// rounds, and 20 to 30 us without fsync, which is six system calls
+// (flock, unlock, two lstat, two write) at this VM's 3 to 5 us each.
+// Verify reads about 7 us a line (BenchmarkVerify). Device
 // writes come at the pace of taps, so fsync on costs nothing a human
 // notices and keeps every acknowledged write on disk; Options.NoSync
 // turns it off.
