@@ -54,14 +54,19 @@ lint:
 
 # A short run of every fuzz target; the seed corpora live in testdata/.
 FUZZTIME ?= 20s
+FUZZ_TARGETS := \
+	sanitize:FuzzLine sanitize:FuzzBlock sanitize:FuzzLabel sanitize:FuzzValidID sanitize:FuzzCheckLink \
+	wire:FuzzParseSnapshot wire:FuzzDecodeRequest sockpath:FuzzCheck sources:FuzzLoad \
+	audit:FuzzParseLine audit:FuzzVerify audit:FuzzChain
 fuzz:
-	$(GO) test -run='^$$' -fuzz=FuzzLine -fuzztime=$(FUZZTIME) ./internal/sanitize
-	$(GO) test -run='^$$' -fuzz=FuzzBlock -fuzztime=$(FUZZTIME) ./internal/sanitize
-	$(GO) test -run='^$$' -fuzz=FuzzLabel -fuzztime=$(FUZZTIME) ./internal/sanitize
-	$(GO) test -run='^$$' -fuzz=FuzzParseSnapshot -fuzztime=$(FUZZTIME) ./internal/wire
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "fuzz $$fn in internal/$$pkg"; \
+		$(GO) test -run='^$$' -fuzz="^$$fn\$$" -fuzztime=$(FUZZTIME) ./internal/$$pkg || exit 1; \
+	done
 
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem ./internal/sanitize ./internal/wire ./internal/sockpath ./internal/upstream
+	$(GO) test -run='^$$' -bench=. -benchmem ./internal/sanitize ./internal/wire ./internal/sockpath ./internal/upstream ./internal/callercheck ./internal/audit
 
 # Man pages: Markdown sources in man/, roff generated and checked in.
 MD2MAN := $(GO) run github.com/cpuguy83/go-md2man/v2@v2.0.7
