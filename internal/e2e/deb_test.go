@@ -119,7 +119,6 @@ func TestDebInstall_L1_L2_L4_R14(t *testing.T) {
 	step("dpkg -i")
 
 	um := systemdtest.Start(t)
-	prepareSandboxing(t, um)
 	step("systemd")
 	must := func(out string, err error) string {
 		t.Helper()

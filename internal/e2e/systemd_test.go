@@ -46,7 +46,6 @@ func unit(t *testing.T, name, bin string) string {
 func TestSystemdEndToEnd(t *testing.T) {
 	bin := build(t)
 	um := systemdtest.Start(t)
-	prepareSandboxing(t, um)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	must := func(out string, err error) string {

@@ -32,7 +32,8 @@
 //     propagation is private, so these mounts never reach the host.
 //  2. /run/systemd/system is created: sd_booted() checks for it, and the
 //     manager and systemctl behave as on a booted system only if it
-//     exists.
+//     exists. So is /run/systemd/unit-root, which PID 1 would make and a
+//     manager needs to sandbox a unit (ProtectSystem= and the like).
 //  3. systemd-journald runs in the namespace on its own (not socket
 //     activated: it binds /run/systemd/journal/{socket,stdout,dev-log}
 //     itself). A drop-in in /run/systemd/journald.conf.d sets

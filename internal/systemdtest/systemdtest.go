@@ -284,6 +284,12 @@ func (um *UserManager) startHolder() error {
 	if err := os.MkdirAll(um.Path("/run/systemd/system"), 0o755); err != nil {
 		return err
 	}
+	// PID 1 makes unit-root; a manager bind-mounts / there to build the
+	// mount namespace of a sandboxed unit (ProtectSystem= and the like),
+	// and fails at step NAMESPACE without it.
+	if err := os.MkdirAll(um.Path("/run/systemd/unit-root"), 0o755); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(um.Path("/run/systemd/journald.conf.d"), 0o755); err != nil {
 		return err
 	}
