@@ -283,7 +283,7 @@ func (a *API) write(w http.ResponseWriter, r *http.Request) {
 		a.answer(w, r, d, agent, refuse)
 		return
 	}
-	req := newRequest(path)
+	req, _ := wire.NewRequest(path) // path is from writeRoutes
 	if err := decodeRequest(r, req); err != nil {
 		refuse(http.StatusBadRequest, wire.CodeBadRequest, err.Error(), nil)
 		return
@@ -415,25 +415,6 @@ func (a *API) forward(w http.ResponseWriter, ctx context.Context, d Device, agen
 // attached.
 var ErrUnknownAgent = errors.New("no durable agent of that name is attached")
 
-func newRequest(path string) wire.Request {
-	switch path {
-	case wire.SendPath:
-		return &wire.SendRequest{}
-	case wire.AbortPath:
-		return &wire.AbortRequest{}
-	case wire.ActionPath:
-		return &wire.ActionRequest{}
-	case wire.RenamePath:
-		return &wire.RenameRequest{}
-	case wire.ClosePath:
-		return &wire.CloseRequest{}
-	case wire.ReopenPath:
-		return &wire.ReopenRequest{}
-	case wire.StarterPath:
-		return &wire.StarterRequest{}
-	}
-	panic("device: no request type for " + path)
-}
 
 func decodeRequest(r *http.Request, req wire.Request) error {
 	err := wire.DecodeRequest(r.Body, r.ContentLength, req)

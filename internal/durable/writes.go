@@ -40,28 +40,6 @@ type SnapshotSource interface {
 	Snapshot() *wire.Snapshot
 }
 
-// newRequest returns an empty request for a write route.
-func newRequest(path string) wire.Request {
-	switch path {
-	case wire.AnswerPath:
-		return new(wire.AnswerRequest)
-	case wire.SendPath:
-		return new(wire.SendRequest)
-	case wire.AbortPath:
-		return new(wire.AbortRequest)
-	case wire.ActionPath:
-		return new(wire.ActionRequest)
-	case wire.RenamePath:
-		return new(wire.RenameRequest)
-	case wire.ClosePath:
-		return new(wire.CloseRequest)
-	case wire.ReopenPath:
-		return new(wire.ReopenRequest)
-	case wire.StarterPath:
-		return new(wire.StarterRequest)
-	}
-	panic("durable: no request type for " + path)
-}
 
 func requestID(req wire.Request) string {
 	switch r := req.(type) {
@@ -118,7 +96,7 @@ func (s *Server) writeHandler(t Transport, path string) http.Handler {
 			wire.WriteError(w, e.Status, e.Code, e.Message)
 			return
 		}
-		req := newRequest(path)
+		req, _ := wire.NewRequest(path) // path is one of wire.WritePaths
 		if err := wire.DecodeRequest(r.Body, r.ContentLength, req); err != nil {
 			if errors.Is(err, wire.ErrBodyTooLarge) {
 				wire.WriteError(w, http.StatusRequestEntityTooLarge, wire.CodeBodyTooLarge, err.Error())

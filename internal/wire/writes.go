@@ -521,3 +521,27 @@ func (r *RevokeRequest) Validate() error {
 	}
 	return checkOptionalID("grant", r.Grant)
 }
+
+// NewRequest returns an empty request for a write route, one of
+// WritePaths; ok is false for any other path.
+func NewRequest(path string) (req Request, ok bool) {
+	switch path {
+	case AnswerPath:
+		return new(AnswerRequest), true
+	case SendPath:
+		return new(SendRequest), true
+	case AbortPath:
+		return new(AbortRequest), true
+	case ActionPath:
+		return new(ActionRequest), true
+	case RenamePath:
+		return new(RenameRequest), true
+	case ClosePath:
+		return new(CloseRequest), true
+	case ReopenPath:
+		return new(ReopenRequest), true
+	case StarterPath:
+		return new(StarterRequest), true
+	}
+	return nil, false
+}
