@@ -415,7 +415,6 @@ func (a *API) forward(w http.ResponseWriter, ctx context.Context, d Device, agen
 // attached.
 var ErrUnknownAgent = errors.New("no durable agent of that name is attached")
 
-
 func decodeRequest(r *http.Request, req wire.Request) error {
 	err := wire.DecodeRequest(r.Body, r.ContentLength, req)
 	if errors.Is(err, wire.ErrBodyTooLarge) {

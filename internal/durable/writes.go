@@ -40,7 +40,6 @@ type SnapshotSource interface {
 	Snapshot() *wire.Snapshot
 }
 
-
 func requestID(req wire.Request) string {
 	switch r := req.(type) {
 	case *wire.AnswerRequest:
