@@ -49,6 +49,9 @@ var packageFiles = []string{
 	"/usr/share/zsh/vendor-completions/_collie",
 	"/usr/share/fish/vendor_completions.d/collie.fish",
 	"/usr/share/doc/collie/README.md.gz",
+	"/usr/share/doc/collie/device-api.md.gz",
+	"/usr/share/doc/collie/linux-integration.md.gz",
+	"/usr/share/doc/collie/examples/collie-agent.toml",
 	"/usr/share/doc/collie/copyright",
 }
 
@@ -116,6 +119,7 @@ func TestDebInstall_L1_L2_L4_R14(t *testing.T) {
 		}
 	}
 	checkVersions(t, ctx)
+	checkShippedDocs(t, ctx)
 	step("dpkg -i")
 
 	um := systemdtest.Start(t)
@@ -491,4 +495,24 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// checkShippedDocs: the example agent config the package ships is one the
+// installed collie-agent accepts (issue 9 item 15), and debian/copyright
+// names the license in DEP-5 form with Debian's pointer (item 16).
+func checkShippedDocs(t *testing.T, ctx context.Context) {
+	t.Helper()
+	example := "/usr/share/doc/collie/examples/collie-agent.toml"
+	if out, err := exec.CommandContext(ctx, "/usr/bin/collie-agent", "--check-config", "--config", example).CombinedOutput(); err != nil {
+		t.Errorf("L4: the shipped example %s is refused by collie-agent --check-config: %v\n%s", example, err, out)
+	}
+	cr, err := os.ReadFile("/usr/share/doc/collie/copyright")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Files: *\n", "License: Apache-2.0\n", "/usr/share/common-licenses/Apache-2.0"} {
+		if !strings.Contains(string(cr), want) {
+			t.Errorf("the installed copyright file lacks %q:\n%s", want, cr)
+		}
+	}
 }
