@@ -55,7 +55,7 @@ lint:
 # A short run of every fuzz target; the seed corpora live in testdata/.
 FUZZTIME ?= 20s
 FUZZ_TARGETS := \
-	sanitize:FuzzLine sanitize:FuzzBlock sanitize:FuzzLabel sanitize:FuzzValidID sanitize:FuzzCheckLink \
+	sanitize:FuzzLine sanitize:FuzzBlock sanitize:FuzzLabel sanitize:FuzzValidID sanitize:FuzzCheckLink sanitize:FuzzTerminal sanitize:FuzzTerminalJSON \
 	wire:FuzzParseSnapshot wire:FuzzDecodeRequest sockpath:FuzzCheck sources:FuzzLoad \
 	audit:FuzzParseLine audit:FuzzVerify audit:FuzzChain
 fuzz:
