@@ -23,13 +23,14 @@ type Client interface {
 }
 
 // Unreachable is an error that says why an agent cannot be reached. Reason
-// is the exact sentence shown in `collie durable list` (T3, T4, K6).
+// is the exact sentence shown in `collie durable list` (T3, T4, K6),
+// cleaned (see unreachable and cleanErr): it may name what the agent sent.
 type Unreachable struct {
 	Reason string
 	Err    error // the cause, when there is one beyond the reason
 }
 
-func (e *Unreachable) Error() string { return e.Reason }
+func (e *Unreachable) Error() string { return agentText(e.Reason) }
 func (e *Unreachable) Unwrap() error { return e.Err }
 
 // ReasonTokenRefused is shown for an agent that answered 401 (K6).
@@ -51,8 +52,7 @@ type reader struct {
 	token string // sent as a bearer token when set; never logged
 }
 
-// Hello asks the agent who it is.
-func (r *reader) Hello(ctx context.Context) (*wire.Hello, error) {
+func (r *reader) hello(ctx context.Context) (*wire.Hello, error) {
 	resp, err := r.get(ctx, wire.HelloPath, "")
 	if err != nil {
 		return nil, err
@@ -64,9 +64,7 @@ func (r *reader) Hello(ctx context.Context) (*wire.Hello, error) {
 	return wire.DecodeHello(resp.Body, resp.ContentLength)
 }
 
-// Snapshot reads the agent's state, sending etag so an unchanged state
-// costs a 304 (K7).
-func (r *reader) Snapshot(ctx context.Context, etag string) (Read, error) {
+func (r *reader) snapshot(ctx context.Context, etag string) (Read, error) {
 	resp, err := r.get(ctx, wire.SnapshotPath, etag)
 	if err != nil {
 		return Read{}, err
@@ -83,7 +81,11 @@ func (r *reader) Snapshot(ctx context.Context, etag string) (Read, error) {
 	if err != nil {
 		return Read{}, err
 	}
-	return Read{Snapshot: snap, Report: rep, ETag: resp.Header.Get("ETag")}, nil
+	tag := resp.Header.Get("ETag")
+	if !validETag(tag) {
+		tag = "" // never echoed: the next read asks for the whole state
+	}
+	return Read{Snapshot: snap, Report: rep, ETag: tag}, nil
 }
 
 // get sends a read: a GET with no body, the protocol version, the last ETag
@@ -106,7 +108,7 @@ func (r *reader) get(ctx context.Context, path, etag string) (*http.Response, er
 		if errors.As(err, &u) {
 			return nil, u
 		}
-		return nil, fmt.Errorf("ask the agent: %w", unwrapURL(err))
+		return nil, &cleanError{msg: "ask the agent: " + agentText(unwrapURL(err).Error()), err: err}
 	}
 	return resp, nil
 }
@@ -126,13 +128,14 @@ func unwrapURL(err error) error {
 func statusError(resp *http.Response) error {
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized:
-		return &Unreachable{Reason: ReasonTokenRefused}
+		return unreachable(ReasonTokenRefused, nil)
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
-		return &Unreachable{Reason: fmt.Sprintf("the agent answered with a redirect (%d); Collie never follows redirects, so give the agent's final URL", resp.StatusCode)}
+		return unreachable(fmt.Sprintf("the agent answered with a redirect (%d); Collie never follows redirects, so give the agent's final URL", resp.StatusCode), nil)
 	}
 	data, _ := wire.ReadCapped(resp.Body, -1, 4<<10)
 	if code, msg, ok := wire.DecodeError(data); ok {
-		return fmt.Errorf("the agent answered %d %s: %s", resp.StatusCode, code, msg)
+		return &cleanError{msg: agentText(fmt.Sprintf("the agent answered %s: %s: %s", statusText(resp.StatusCode), code, msg))}
 	}
-	return fmt.Errorf("the agent answered %s", resp.Status)
+	// resp.Status carries the agent's own reason phrase: never shown.
+	return &cleanError{msg: "the agent answered " + statusText(resp.StatusCode)}
 }

@@ -175,7 +175,7 @@ func TestSocketBadReplies(t *testing.T) {
 		{"broken_json", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"spaces": [`)) }, "broken JSON"},
 		{"error_reply_cleaned", func(w http.ResponseWriter, r *http.Request) {
 			wire.WriteError(w, 500, "boom", "it \x1b[2Jbroke")
-		}, "the agent answered 500 boom: it [2Jbroke"},
+		}, "the agent answered 500 Internal Server Error: boom: it [2Jbroke"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,7 +13,10 @@ import (
 )
 
 // Refused is an agent's refusal of a write: its HTTP status and the code
-// and message from its error body (cleaned: they come from the agent).
+// and message from its error body. Made by newRefused, which cleans them:
+// they come from the agent. Status is 400 to 599 (any other becomes 502)
+// and Code a lower-case code ("unknown" when the agent gave none or a
+// malformed one).
 type Refused struct {
 	Status  int
 	Code    string
@@ -21,13 +24,10 @@ type Refused struct {
 }
 
 func (e *Refused) Error() string {
-	return fmt.Sprintf("the agent refused: %s (%s)", e.Message, e.Code)
+	return agentText(fmt.Sprintf("the agent refused: %s (%s)", e.Message, e.Code))
 }
 
-// Write sends one write to the agent: a POST to path (one of
-// wire.WritePaths) with req as its JSON body, checked before it leaves
-// (X4). It returns the agent's reply, or a *Refused.
-func (r *reader) Write(ctx context.Context, path string, req wire.Request) (*wire.WriteReply, error) {
+func (r *reader) write(ctx context.Context, path string, req wire.Request) (*wire.WriteReply, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -53,13 +53,16 @@ func (r *reader) Write(ctx context.Context, path string, req wire.Request) (*wir
 		if errors.As(err, &u) {
 			return nil, u
 		}
-		return nil, fmt.Errorf("send to the agent: %w", unwrapURL(err))
+		return nil, &cleanError{msg: "send to the agent: " + agentText(unwrapURL(err).Error()), err: err}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusOK {
 		var reply wire.WriteReply
 		if err := wire.DecodeReply(resp.Body, resp.ContentLength, &reply); err != nil {
-			return nil, fmt.Errorf("read the agent's reply: %w", err)
+			return nil, &cleanError{msg: "read the agent's reply: " + agentText(err.Error()), err: err}
+		}
+		if err := checkReply(&reply); err != nil {
+			return nil, err
 		}
 		return &reply, nil
 	}
@@ -69,7 +72,8 @@ func (r *reader) Write(ctx context.Context, path string, req wire.Request) (*wir
 	data, _ := wire.ReadCapped(resp.Body, -1, 4<<10)
 	code, msg, ok := wire.DecodeError(data)
 	if !ok {
-		code, msg = "unknown", resp.Status
+		// resp.Status carries the agent's own reason phrase: never shown.
+		code, msg = "unknown", "the agent answered "+statusText(resp.StatusCode)
 	}
-	return nil, &Refused{Status: resp.StatusCode, Code: code, Message: msg}
+	return nil, newRefused(resp.StatusCode, code, msg)
 }
