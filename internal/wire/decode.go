@@ -2,10 +2,12 @@ package wire
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+
+	"github.com/collie-linux/collie/internal/jsonstrict"
 )
 
 // ErrTooLarge reports a reply over its cap (X4). The reply is refused whole.
@@ -41,7 +43,7 @@ func DecodeHello(r io.Reader, length int64) (*Hello, error) {
 		return nil, fmt.Errorf("hello: %w", err)
 	}
 	var h Hello
-	if err := unmarshalClosed(data, &h); err != nil {
+	if err := unmarshalClosed(data, &h, jsonstrict.ReplaceInvalidUTF8); err != nil {
 		return nil, fmt.Errorf("hello: %w", err)
 	}
 	if h.Protocol != Version {
@@ -68,24 +70,79 @@ func ParseSnapshot(data []byte) (*Snapshot, Report, error) {
 		return nil, Report{}, fmt.Errorf("snapshot: %w: %d bytes", ErrTooLarge, len(data))
 	}
 	var s Snapshot
-	if err := unmarshalClosed(data, &s); err != nil {
+	var rep Report
+	err := unmarshalClosed(data, &s)
+	var je *jsonstrict.Error
+	if errors.As(err, &je) && je.Kind == jsonstrict.InvalidUTF8 {
+		// Display text with invalid UTF-8 is shown with U+FFFD (cleaning
+		// step 1 of collie-durable(7)), but an id is never changed (X5):
+		// an object whose id was not valid UTF-8 is dropped.
+		s = Snapshot{}
+		if err = unmarshalClosed(data, &s, jsonstrict.ReplaceInvalidUTF8); err == nil {
+			rep.drop("", "invalid UTF-8", fmt.Sprintf("replaced by U+FFFD (the first at %s); an object whose id was not valid UTF-8 is dropped", jsonstrict.Quote(je.Pointer)))
+			dropReplacedIDs(&s)
+		}
+	}
+	if err != nil {
 		return nil, Report{}, fmt.Errorf("snapshot: %w", err)
 	}
-	var rep Report
 	Clean(&s, &rep)
 	return &s, rep, nil
 }
 
-// unmarshalClosed decodes exactly one JSON value, refusing unknown fields and
-// trailing data: the v1 schema is closed.
-func unmarshalClosed(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+// unmarshalClosed decodes exactly one JSON value by the closed schema of
+// protocol v1 (see jsonstrict): member names in their exact case, no name
+// twice, no unknown member, nothing after the value, and no invalid UTF-8
+// unless opts say to replace it.
+func unmarshalClosed(data []byte, v any, opts ...jsonstrict.Option) error {
+	if err := jsonstrict.Unmarshal(data, v, opts...); err != nil {
 		return fmt.Errorf("broken JSON: %w", err)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("broken JSON: data after the reply")
-	}
 	return nil
+}
+
+// dropReplacedIDs empties every id of s that holds U+FFFD, after a decode
+// that replaced invalid UTF-8: such an id may not be what the agent sent,
+// and an id is never changed (X5), so Clean drops its object. A question's
+// tool-call key is an id too.
+func dropReplacedIDs(s *Snapshot) {
+	fix := func(id *string) {
+		if strings.ContainsRune(*id, '\uFFFD') {
+			*id = ""
+		}
+	}
+	for i := range s.Spaces {
+		sp := &s.Spaces[i]
+		fix(&sp.ID)
+		for j := range sp.Tabs {
+			t := &sp.Tabs[j]
+			fix(&t.ID)
+			for k := range t.Conversations {
+				c := &t.Conversations[k]
+				fix(&c.ID)
+				for l := range c.Items {
+					fix(&c.Items[l].ID)
+				}
+				for l := range c.Questions {
+					q := &c.Questions[l]
+					fix(&q.ID)
+					if strings.ContainsRune(q.ToolCall, '\uFFFD') {
+						q.ToolCall = "\x00" // not a valid id: the question is dropped
+					}
+					for m := range q.Options {
+						fix(&q.Options[m].ID)
+					}
+					for m := range q.Fields {
+						fix(&q.Fields[m].ID)
+					}
+				}
+			}
+		}
+	}
+	for i := range s.Belt {
+		fix(&s.Belt[i].ID)
+	}
+	for i := range s.Starters {
+		fix(&s.Starters[i].ID)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/collie-linux/collie/internal/jsonstrict"
 	"github.com/collie-linux/collie/internal/sanitize"
 )
 
@@ -55,7 +56,7 @@ func WriteError(w http.ResponseWriter, status int, code, message string) {
 // agent, so both are cleaned; ok is false when data is not an error body.
 func DecodeError(data []byte) (code, message string, ok bool) {
 	var e ErrorBody
-	if unmarshalClosed(data, &e) != nil || e.Error.Code == "" {
+	if unmarshalClosed(data, &e, jsonstrict.ReplaceInvalidUTF8) != nil || e.Error.Code == "" {
 		return "", "", false
 	}
 	code, _ = sanitize.Line(e.Error.Code, sanitize.LabelBytes)

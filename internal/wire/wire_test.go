@@ -92,7 +92,7 @@ func TestParseSnapshotRefuses(t *testing.T) {
 	}{
 		{"broken_json", `{"spaces": [`, "broken JSON"},
 		{"unknown_field", `{"spaces": [], "html": "<b>"}`, "unknown field"},
-		{"trailing_data", `{"spaces": []} {}`, "data after the reply"},
+		{"trailing_data", `{"spaces": []} {}`, "data after the JSON value"},
 		{"wrong_type", `{"spaces": {}}`, "broken JSON"},
 		{"X4_over_cap", `{"spaces": [], "starters": [{"id": "x", "label": "` + strings.Repeat("a", SnapshotCap) + `"}]}`, "over its size cap"},
 	}

@@ -37,7 +37,7 @@ func TestDecodeRequest(t *testing.T) {
 		{"reopen_missing_conversation", `{"requestId":"r"}`, new(ReopenRequest), "conversation"},
 		{"starter", `{"requestId":"r","starter":"tests"}`, new(StarterRequest), ""},
 		{"closed_schema", `{"requestId":"r","starter":"tests","shell":"rm -rf ~"}`, new(StarterRequest), "unknown field"},
-		{"two_values", `{"requestId":"r","starter":"a"}{"requestId":"r","starter":"b"}`, new(StarterRequest), "data after the reply"},
+		{"two_values", `{"requestId":"r","starter":"a"}{"requestId":"r","starter":"b"}`, new(StarterRequest), "data after the JSON value"},
 		{"ask_choice", `{"requestId":"r","kind":"choice","title":"Where?","options":[{"id":"a","label":"A"},{"id":"b","label":"B"}]}`, new(AskRequest), ""},
 		{"ask_choice_repeated_option", `{"requestId":"r","kind":"choice","title":"Where?","options":[{"id":"a","label":"A"},{"id":"a","label":"B"}]}`, new(AskRequest), "used twice"},
 		{"ask_form_blank_label", `{"requestId":"r","kind":"form","title":"F","fields":[{"id":"a","label":""}]}`, new(AskRequest), "empty"},
