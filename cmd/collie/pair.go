@@ -74,6 +74,9 @@ func cmdDevices(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if *asJSON {
+		if devs == nil {
+			devs = []control.Device{} // no devices is [], not null
+		}
 		return writeJSON(e.stdout, devs)
 	}
 	if len(devs) == 0 {

@@ -31,6 +31,21 @@ func (a Auditor) Write(d device.Device, agent, write string, req wire.Request, r
 	}
 }
 
+// Refused implements device.Recorder: writes the device API refused
+// itself, a forged or revoked credential's included (device "unknown" or
+// the revoked device's id, never the credential). r.Count > 1 is a line
+// that stands for repeats coalesced (audit.Counted).
+func (a Auditor) Refused(r device.Refusal) {
+	reason := r.Code
+	if r.Reason != "" {
+		reason += ": " + r.Reason
+	}
+	ev := audit.Counted(eventOf(r.Write, r.Req, audit.Refused(reason)), r.Count)
+	if _, err := a.Log.Record(audit.Who{Session: r.Agent, Device: r.Device}, ev); err != nil {
+		a.Logger.Error("could not write a refused write to the audit log", "err", err, "agent", r.Agent, "device", r.Device, "count", r.Count)
+	}
+}
+
 // Receipts implements device.Recorder (A6).
 func (a Auditor) Receipts(device string, since time.Time) ([]audit.Receipt, error) {
 	return a.Log.Receipts(device, since)

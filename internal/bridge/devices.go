@@ -33,7 +33,7 @@ func (b *Bridge) startDevices(ctx context.Context) (func(), error) {
 		return func() {}, nil
 	}
 	b.devices, b.pairings = store, device.NewPairings(nil)
-	b.api = device.NewAPI(device.Options{Backend: b, Store: store, Pairings: b.pairings, Audit: b.o.Audit, Log: b.o.Log})
+	b.api = device.NewAPI(device.Options{Backend: b, Store: store, Pairings: b.pairings, Audit: b.o.Audit, Log: b.o.Log, Site: l.Site})
 	b.apiURL, b.apiFP = l.URL, l.Fingerprint
 	srv := &http.Server{Handler: b.api.Handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10}
 	go srv.Serve(l)
@@ -41,7 +41,8 @@ func (b *Bridge) startDevices(ctx context.Context) (func(), error) {
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		srv.Shutdown(sctx)
-		srv.Close() // event streams do not end by themselves
+		srv.Close()   // event streams do not end by themselves
+		b.api.Close() // the counts of refusals still being coalesced, before the audit log closes
 	}, nil
 }
 
@@ -80,7 +81,7 @@ func (b *Bridge) Devices() ([]control.Device, error) {
 	if b.devices == nil {
 		return nil, errDevicesOff
 	}
-	var out []control.Device
+	out := []control.Device{} // no devices is [], not null
 	for _, d := range b.devices.List() {
 		out = append(out, control.Device{ID: d.ID, Name: d.Name, PairedAt: d.PairedAt, LastSeen: d.LastSeen})
 	}

@@ -30,10 +30,15 @@ type Backend interface {
 }
 
 // Recorder writes the audit log: every write a device asks for, carried
-// out or refused (A1–A5). write is the write's name ("answer", "send", …);
-// req is nil when the request was refused before it could be read.
+// out or refused (A1–A5).
 type Recorder interface {
+	// Write records a write that went to the agent, with how it ended
+	// ("ok", "refused" by the agent, "failed"). write is the write's name
+	// ("answer", "send", …).
 	Write(dev Device, agent, write string, req wire.Request, result string, reason string)
+	// Refused records writes the device API refused itself, before they
+	// reached an agent; r.Count > 1 stands for repeats coalesced.
+	Refused(r Refusal)
 	// Receipts lists a device's receipts since a time (A6).
 	Receipts(device string, since time.Time) ([]audit.Receipt, error)
 }
@@ -46,29 +51,71 @@ type Options struct {
 	Audit    Recorder // nil: no audit (tests)
 	Log      *slog.Logger
 	Now      func() time.Time
+	// Site is the listener's allow-list of host names and origins
+	// (Listener.Site); requests for any other host are refused.
+	Site *Site
 }
 
 // API serves the device API, /api/v1/.
 type API struct {
-	o       Options
-	feed    *feed
-	decided *decisions
-	writes  *limiter // per device
-	pairs   *limiter // for everyone: pairing attempts
+	o        Options
+	site     *Site
+	feed     *feed
+	decided  *decisions
+	writes   *limiter // per device
+	srcWrite *limiter // per source: writes
+	srcPair  *limiter // per source: pairing attempts
+	refusals *refusals
+
+	// beforeStream, when set (tests), runs after an event stream's request
+	// arrived and before it is registered: where a revoke used to slip in.
+	beforeStream func()
 }
 
-// NewAPI returns the device API.
+// NewAPI returns the device API. Call Close when it stops serving.
 func NewAPI(o Options) *API {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &API{
-		o:       o,
-		feed:    newFeed(o.Backend.SetWatching),
-		decided: newDecisions(o.Now),
-		writes:  newLimiter(5, 20, o.Now),
-		pairs:   newLimiter(0.2, 5, o.Now),
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
 	}
+	site := o.Site
+	if site == nil {
+		site = &Site{} // allows no host: nothing is served
+	}
+	a := &API{
+		o:        o,
+		site:     site,
+		feed:     newFeed(o.Store.Authenticate, o.Backend.SetWatching),
+		decided:  newDecisions(o.Now),
+		writes:   newLimiter(5, 20, o.Now),
+		srcWrite: newLimiter(10, 40, o.Now),
+		srcPair:  newLimiter(0.2, 5, o.Now),
+	}
+	a.refusals = newRefusals(RefusalWindow, a.record)
+	return a
+}
+
+// Close writes the counts of refusals still being coalesced. Call it when
+// the API stops serving, before the audit log closes.
+func (a *API) Close() { a.refusals.close() }
+
+// record writes one refusal record: a refused write to the audit log (A1),
+// anything else (a pairing attempt, a request for another host) to the
+// journal. Either way the count says how many it stands for.
+func (a *API) record(r refusal) {
+	if _, isWrite := writeRoutes[r.Write]; isWrite && a.o.Audit != nil {
+		a.o.Audit.Refused(r.Refusal)
+		return
+	}
+	what := "refused a request for another host name (a page on another site?)"
+	if r.Write == "pair" {
+		what = "refused a pairing attempt"
+	} else if r.Write != "" {
+		what = "refused a write"
+	}
+	a.o.Log.Warn(what, "source", r.source, "code", r.Code, "reason", r.Reason, "count", r.Count)
 }
 
 // Changed tells open event streams that the bridge's state changed.
@@ -77,11 +124,7 @@ func (a *API) Changed() { a.feed.changed() }
 // Revoke cuts a device off: its credential stops working and its live
 // event streams end at once.
 func (a *API) Revoke(id string) error {
-	if err := a.o.Store.Revoke(id); err != nil {
-		return err
-	}
-	a.feed.cut(id)
-	return nil
+	return a.feed.revoke(id, func() error { return a.o.Store.Revoke(id) })
 }
 
 // writeRoutes maps the device API's write names to the agent's routes.
@@ -96,29 +139,52 @@ var writeRoutes = map[string]string{
 	"starter": wire.StarterPath,
 }
 
-// Handler returns the API's routes.
-func (a *API) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /api/v1/pair", a.pair)
-	mux.Handle("GET /api/v1/whoami", a.authed(http.HandlerFunc(a.whoami)))
-	mux.Handle("GET /api/v1/state", a.authed(http.HandlerFunc(a.state)))
-	mux.Handle("GET /api/v1/events", a.authed(http.HandlerFunc(a.events)))
-	mux.Handle("GET /api/v1/receipts", a.authed(http.HandlerFunc(a.receipts)))
-	mux.Handle("POST /api/v1/agents/{agent}/{write}", a.authed(http.HandlerFunc(a.write)))
-	mux.Handle("GET /", web.Handler()) // the web app (internal/device/web)
-	return mux
+// Handler returns the API's routes, every one behind the Host check and
+// every write behind the write gate (see router).
+func (a *API) Handler() http.Handler { return a.routes() }
+
+func (a *API) routes() *router {
+	rt := newRouter(a)
+	rt.write("POST /api/v1/pair", gateSpec{write: "pair", source: a.srcPair}, a.pair)
+	rt.read("GET /api/v1/whoami", a.authed(a.whoami))
+	rt.read("GET /api/v1/state", a.authed(a.state))
+	rt.read("GET /api/v1/events", http.HandlerFunc(a.events))
+	rt.read("GET /api/v1/receipts", a.authed(a.receipts))
+	for name := range writeRoutes {
+		rt.write("POST /api/v1/agents/{agent}/"+name, gateSpec{write: name, paired: true, source: a.srcWrite}, a.write)
+	}
+	// Any other name: told which there are (after the gate, like a write).
+	rt.write("POST /api/v1/agents/{agent}/{write}", gateSpec{paired: true, source: a.srcWrite}, a.noSuchWrite)
+	rt.read("GET /", web.Handler()) // the web app (internal/device/web)
+	return rt
 }
 
-// authed lets through only requests with a paired device's credential.
-func (a *API) authed(next http.Handler) http.Handler {
+// authed lets through only requests with a paired device's credential,
+// registered so that a revoke ends them.
+func (a *API) authed(next http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d, ok := a.o.Store.Authenticate(credential(r))
+		d, _, ctx, leave, ok := a.feed.enter(r.Context(), credential(r), false)
 		if !ok {
-			apiError(w, http.StatusUnauthorized, "not-paired", "this device is not paired, or was revoked; pair it again with: collie pair")
+			notPaired(w)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, d)))
+		defer leave()
+		next(w, r.WithContext(context.WithValue(ctx, ctxKey{}, d)))
 	})
+}
+
+func notPaired(w http.ResponseWriter) {
+	apiError(w, http.StatusUnauthorized, "not-paired", "this device is not paired, or was revoked; pair it again with: collie pair")
+}
+
+// replyRead writes a read's reply, unless the device was revoked while it
+// was being made.
+func replyRead(w http.ResponseWriter, r *http.Request, v any) {
+	if r.Context().Err() != nil {
+		notPaired(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 // PairRequest redeems a pairing secret.
@@ -134,19 +200,14 @@ type PairReply struct {
 	Code       string `json:"code"` // the verification code, to compare with collie pair's
 }
 
-func (a *API) pair(w http.ResponseWriter, r *http.Request) {
-	if !a.pairs.allow("pair") {
-		apiError(w, http.StatusTooManyRequests, "rate-limited", "too many pairing attempts; wait a minute and try again")
-		return
-	}
+func (a *API) pair(w http.ResponseWriter, r *http.Request, c *call) {
 	var req PairRequest
 	if err := decodeBody(r, &req); err != nil {
-		apiError(w, http.StatusBadRequest, wire.CodeBadRequest, err.Error())
+		c.refuse(w, http.StatusBadRequest, wire.CodeBadRequest, err.Error(), nil)
 		return
 	}
 	if err := a.o.Pairings.Redeem(req.Secret); err != nil {
-		a.o.Log.Warn("a pairing attempt was refused", "reason", err.Error())
-		apiError(w, http.StatusForbidden, "pairing-refused", err.Error())
+		c.refuse(w, http.StatusForbidden, "pairing-refused", err.Error(), nil)
 		return
 	}
 	d, cred, err := a.o.Store.Add(req.Name)
@@ -160,10 +221,22 @@ func (a *API) pair(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, PairReply{DeviceID: d.ID, Credential: cred, Code: VerificationCode(req.Secret)})
 }
 
+// DeviceView is what the API shows of a device: never the stored record,
+// whose credential hash stays in the bridge.
+type DeviceView struct {
+	ID       string    `json:"id"`
+	Name     string    `json:"name"`
+	PairedAt time.Time `json:"pairedAt"`
+	LastSeen time.Time `json:"lastSeen,omitzero"`
+}
+
+// View is what the API shows of d.
+func (d Device) View() DeviceView {
+	return DeviceView{ID: d.ID, Name: d.Name, PairedAt: d.PairedAt, LastSeen: d.LastSeen}
+}
+
 func (a *API) whoami(w http.ResponseWriter, r *http.Request) {
-	d := deviceOf(r.Context())
-	d.CredHash = ""
-	writeJSON(w, http.StatusOK, d)
+	replyRead(w, r, deviceOf(r.Context()).View())
 }
 
 // receipts lists the device's own receipts (A6): what it did, when, and
@@ -191,7 +264,7 @@ func (a *API) receipts(w http.ResponseWriter, r *http.Request) {
 	if list == nil {
 		list = []audit.Receipt{}
 	}
-	writeJSON(w, http.StatusOK, list)
+	replyRead(w, r, list)
 }
 
 // State is the reply to GET /api/v1/state.
@@ -200,7 +273,7 @@ type State struct {
 }
 
 func (a *API) state(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, State{Agents: a.o.Backend.View()})
+	replyRead(w, r, State{Agents: a.o.Backend.View()})
 }
 
 // events is the change feed: server-sent events, one "change" event each
@@ -212,7 +285,14 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusInternalServerError, "internal", "streaming is not supported here")
 		return
 	}
-	s, ctx, done := a.feed.open(r.Context(), deviceOf(r.Context()).ID)
+	if a.beforeStream != nil {
+		a.beforeStream()
+	}
+	_, s, ctx, done, ok := a.feed.enter(r.Context(), credential(r), true)
+	if !ok {
+		notPaired(w)
+		return
+	}
 	defer done()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -254,36 +334,21 @@ type ConfirmReply struct {
 	Scope   *wire.Scope `json:"scope,omitempty"`
 }
 
-// write is the write gate (D6): a paired device, a same-origin request with
-// the write header, within the device's rate; then the request is checked
+// noSuchWrite answers a write name the API does not have.
+func (a *API) noSuchWrite(w http.ResponseWriter, r *http.Request, c *call) {
+	apiError(w, http.StatusNotFound, wire.CodeNotFound, fmt.Sprintf("there is no write called %q; use one of answer, send, abort, action, starter, rename, close, reopen", r.PathValue("write")))
+}
+
+// write runs a write that passed the gate (D6): the request is checked
 // and forwarded, and recorded either way.
-func (a *API) write(w http.ResponseWriter, r *http.Request) {
-	d := deviceOf(r.Context())
-	agent, name := r.PathValue("agent"), r.PathValue("write")
-	path, ok := writeRoutes[name]
-	if !ok {
-		apiError(w, http.StatusNotFound, wire.CodeNotFound, fmt.Sprintf("there is no write called %q; use one of answer, send, abort, action, starter, rename, close, reopen", name))
-		return
-	}
-	refuse := func(status int, code, msg string, req wire.Request) {
-		if a.o.Audit != nil {
-			a.o.Audit.Write(d, agent, name, req, "refused", msg)
-		}
-		apiError(w, status, code, msg)
-	}
-	if !sameOrigin(r) || r.Header.Get(WriteHeader) != "1" {
-		refuse(http.StatusForbidden, "cross-site", "a write needs the "+WriteHeader+": 1 header from this bridge's own page", nil)
-		return
-	}
-	if !a.writes.allow(d.ID) {
-		refuse(http.StatusTooManyRequests, "rate-limited", "too many writes from this device; wait a few seconds", nil)
-		return
-	}
+func (a *API) write(w http.ResponseWriter, r *http.Request, c *call) {
+	d, agent, name := c.dev, c.agent, c.write
+	refuse := func(status int, code, msg string, req wire.Request) { c.refuse(w, status, code, msg, req) }
 	if name == "answer" {
 		a.answer(w, r, d, agent, refuse)
 		return
 	}
-	req, _ := wire.NewRequest(path) // path is from writeRoutes
+	req, _ := wire.NewRequest(writeRoutes[name]) // name is from writeRoutes
 	if err := decodeRequest(r, req); err != nil {
 		refuse(http.StatusBadRequest, wire.CodeBadRequest, err.Error(), nil)
 		return
@@ -428,10 +493,8 @@ func decodeBody(r *http.Request, v any) error {
 	if err != nil {
 		return errors.New("the request is too large")
 	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return errors.New("the request body is not the JSON this route takes; see the device API in collie(1)")
+	if err := jsonstrict.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("the request body is not the JSON this route takes (%v); see the device API in collie(1)", err)
 	}
 	return nil
 }

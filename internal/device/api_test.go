@@ -68,6 +68,24 @@ func (a *auditLog) Write(d Device, agent, write string, req wire.Request, result
 	a.lines = append(a.lines, d.ID+" "+agent+" "+write+" "+result+" "+reason)
 }
 
+func (a *auditLog) Refused(r Refusal) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.lines = append(a.lines, r.Device+" "+r.Agent+" "+r.Write+" refused "+r.Code+": "+r.Reason+" count="+itoa(r.Count))
+}
+
+func (a *auditLog) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.lines)
+}
+
+func (a *auditLog) all() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.lines...)
+}
+
 func (a *auditLog) Receipts(device string, since time.Time) ([]audit.Receipt, error) {
 	return []audit.Receipt{{ID: "x", Device: device, Event: "answer", Result: "ok"}}, nil
 }
@@ -128,10 +146,13 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	f.pairs = NewPairings(f.clock.now)
+	f.srv = httptest.NewUnstartedServer(nil)
 	f.api = NewAPI(Options{Backend: f.back, Store: f.store, Pairings: f.pairs, Audit: f.audit,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: f.clock.now})
-	f.srv = httptest.NewServer(f.api.Handler())
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: f.clock.now, Site: siteOf(t, f.srv)})
+	f.srv.Config.Handler = f.api.Handler()
+	f.srv.Start()
 	t.Cleanup(f.srv.Close)
+	t.Cleanup(f.api.Close)
 	f.cred, f.devID = f.pair(t, "phone")
 	return f
 }
@@ -143,7 +164,7 @@ func (f *fixture) pair(t *testing.T, name string) (cred, id string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	status, body := f.do(t, "POST", "/api/v1/pair", "", `{"secret":"`+p.Secret+`","name":"`+name+`"}`, nil)
+	status, body := f.do(t, "POST", "/api/v1/pair", "", `{"secret":"`+p.Secret+`","name":"`+name+`"}`, writeHdr)
 	if status != 200 {
 		t.Fatalf("pair: %d %s", status, body)
 	}
@@ -196,8 +217,8 @@ func TestWriteGate(t *testing.T) {
 		code    string
 		audited bool
 	}{
-		{"D6_forged_credential", "forged-credential-AAAAAAAAAAAAAAAAAAAAAAAAA", "answer", answer(1, "q1"), writeHdr, 401, "not-paired", false},
-		{"D6_no_credential", "", "answer", answer(1, "q1"), writeHdr, 401, "not-paired", false},
+		{"D6_A1_forged_credential", "forged-credential-AAAAAAAAAAAAAAAAAAAAAAAAA", "answer", answer(1, "q1"), writeHdr, 401, "not-paired", true},
+		{"D6_A1_no_credential", "", "answer", answer(1, "q1"), writeHdr, 401, "not-paired", true},
 		{"D6_other_origin", f.cred, "answer", answer(1, "q1"), map[string]string{WriteHeader: "1", "Origin": "https://evil.invalid"}, 403, "cross-site", true},
 		{"D6_no_write_header", f.cred, "answer", answer(1, "q1"), nil, 403, "cross-site", true},
 		{"D9_unknown_question", f.cred, "answer", answer(1, "q9"), writeHdr, 404, wire.CodeUnknownQuestion, true},
@@ -209,7 +230,7 @@ func TestWriteGate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := len(f.audit.lines)
+			before := f.audit.count()
 			req, _ := http.NewRequest("POST", f.srv.URL+"/api/v1/agents/demo/"+tt.path, strings.NewReader(tt.body))
 			if tt.cred != "" {
 				req.Header.Set("Authorization", "Bearer "+tt.cred)
@@ -231,7 +252,8 @@ func TestWriteGate(t *testing.T) {
 			if f.back.count() != 0 {
 				t.Fatal("a refused write reached the agent")
 			}
-			if audited := len(f.audit.lines) > before; audited != tt.audited {
+			f.api.refusals.flushAll() // a repeat of a kind is counted, not written at once
+			if audited := f.audit.count() > before; audited != tt.audited {
 				t.Fatalf("audited = %v, want %v (%v)", audited, tt.audited, f.audit.lines)
 			}
 			if tt.audited && !strings.Contains(f.audit.last(), "refused") {
@@ -316,15 +338,15 @@ func TestAlwaysAllowTwoTaps(t *testing.T) {
 func TestPairingSecrets(t *testing.T) {
 	f := newFixture(t)
 	p, _ := f.pairs.New()
-	if status, _ := f.do(t, "POST", "/api/v1/pair", "", `{"secret":"`+p.Secret+`","name":"x"}`, nil); status != 200 {
+	if status, _ := f.do(t, "POST", "/api/v1/pair", "", `{"secret":"`+p.Secret+`","name":"x"}`, writeHdr); status != 200 {
 		t.Fatal("a fresh secret was refused")
 	}
-	if status, b := f.do(t, "POST", "/api/v1/pair", "", `{"secret":"`+p.Secret+`","name":"x"}`, nil); status != 403 || !strings.Contains(b, "used already") {
+	if status, b := f.do(t, "POST", "/api/v1/pair", "", `{"secret":"`+p.Secret+`","name":"x"}`, writeHdr); status != 403 || !strings.Contains(b, "used already") {
 		t.Fatalf("replayed secret: %d %s", status, b)
 	}
 	p2, _ := f.pairs.New()
 	f.clock.add(PairingTTL + time.Second)
-	if status, b := f.do(t, "POST", "/api/v1/pair", "", `{"secret":"`+p2.Secret+`","name":"x"}`, nil); status != 403 || !strings.Contains(b, "expired") {
+	if status, b := f.do(t, "POST", "/api/v1/pair", "", `{"secret":"`+p2.Secret+`","name":"x"}`, writeHdr); status != 403 || !strings.Contains(b, "expired") {
 		t.Fatalf("expired secret: %d %s", status, b)
 	}
 	for _, d := range f.store.List() {

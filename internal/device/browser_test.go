@@ -210,6 +210,8 @@ func httpDo(t *testing.T, method, url, cred, body string) (int, string) {
 	}
 	if cred != "" {
 		req.Header.Set("Authorization", "Bearer "+cred)
+	}
+	if method == "POST" {
 		req.Header.Set(WriteHeader, "1")
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -238,8 +240,10 @@ func TestWebAppInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	pairs := NewPairings(nil)
-	api := NewAPI(Options{Backend: back, Store: store, Pairings: pairs, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	srv := httptest.NewServer(api.Handler()) // 127.0.0.1 only
+	srv := httptest.NewUnstartedServer(nil) // 127.0.0.1 only
+	api := NewAPI(Options{Backend: back, Store: store, Pairings: pairs, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Site: siteOf(t, srv)})
+	srv.Config.Handler = api.Handler()
+	srv.Start()
 	t.Cleanup(srv.Close)
 	t.Cleanup(srv.CloseClientConnections) // the browser's event stream, before Close waits for it
 

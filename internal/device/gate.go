@@ -3,16 +3,17 @@ package device
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/collie-linux/collie/internal/wire"
 )
 
-// WriteHeader must be on every write. A browser cannot add it to a
-// cross-site request without a CORS preflight, which this server never
-// grants, so a page on another site cannot make a device's browser write
-// (D6). Clients outside a browser simply send it.
+// WriteHeader must be on every write, pairing included. A browser cannot
+// add it to a cross-site request without a CORS preflight, which this
+// server never grants, so a page on another site cannot make a device's
+// browser write (D6). Clients outside a browser simply send it.
 const WriteHeader = "Collie-Write"
 
 // CookieName carries the credential for the web app. It is HttpOnly and
@@ -39,26 +40,149 @@ func credential(r *http.Request) string {
 	return ""
 }
 
-// sameOrigin reports whether a browser's Origin header, when there is one,
-// names this server: a request another site's page made is refused.
-func sameOrigin(r *http.Request) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return r.Header.Get("Sec-Fetch-Site") == "" || r.Header.Get("Sec-Fetch-Site") == "same-origin" || r.Header.Get("Sec-Fetch-Site") == "none"
-	}
-	u, err := url.Parse(origin)
-	if err != nil {
-		return false
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return u.Scheme == scheme && u.Host == r.Host
+// router is the only way a route is added to the device API. A read is
+// GET only; every other method goes through write, which puts the write
+// gate in front of the handler: a state-changing route outside the gate
+// cannot be registered. ServeHTTP refuses a request for another host
+// before any route, and refuses a state-changing method on a route the
+// gate does not guard (TestEveryWriteIsGated walks the routes).
+type router struct {
+	a      *API
+	mux    *http.ServeMux
+	routes []route
+	gated  map[string]bool // patterns
 }
 
-// limiter is a token bucket per device: a flood of writes from one device
-// is refused rather than passed on to the agents.
+type route struct {
+	pattern string
+	gated   bool
+}
+
+func newRouter(a *API) *router {
+	return &router{a: a, mux: http.NewServeMux(), gated: map[string]bool{}}
+}
+
+// read registers a GET route (HEAD comes with it). It has no gate: reads
+// change nothing; the Host check covers them.
+func (rt *router) read(pattern string, h http.Handler) {
+	if !strings.HasPrefix(pattern, "GET ") {
+		panic("device: a read route is GET only, not " + pattern)
+	}
+	rt.mux.Handle(pattern, h)
+	rt.routes = append(rt.routes, route{pattern, false})
+}
+
+// write registers a POST route behind the write gate.
+func (rt *router) write(pattern string, spec gateSpec, h gatedFunc) {
+	if !strings.HasPrefix(pattern, "POST ") {
+		panic("device: a write route is POST, not " + pattern)
+	}
+	rt.mux.Handle(pattern, rt.a.gate(spec, h))
+	rt.routes = append(rt.routes, route{pattern, true})
+	rt.gated[pattern] = true
+}
+
+func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !rt.a.site.hostOK(r) {
+		rt.a.refusals.add(refusal{source: sourceOf(r), Refusal: Refusal{Code: "wrong-host", Reason: "another host name"}})
+		apiError(w, http.StatusMisdirectedRequest, "wrong-host", "this is not the address of Collie's device API; open the address collie pair prints")
+		return
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	default:
+		if _, pattern := rt.mux.Handler(r); !rt.gated[pattern] {
+			apiError(w, http.StatusMethodNotAllowed, "method-not-allowed", r.Method+" is not a route of the device API")
+			return
+		}
+	}
+	rt.mux.ServeHTTP(w, r)
+}
+
+// gateSpec says what a route's gate asks for.
+type gateSpec struct {
+	write  string   // the write's name ("answer", …, or "pair"), as refusals record it
+	paired bool     // a paired device's credential is needed
+	source *limiter // the per-source rate for this route
+}
+
+// gatedFunc is a handler behind the gate, with the call's context.
+type gatedFunc func(w http.ResponseWriter, r *http.Request, c *call)
+
+// call is one request that passed the gate.
+type call struct {
+	a      *API
+	source string
+	dev    Device
+	agent  string
+	write  string
+}
+
+// refuse answers a refused write and records it: coalesced per source and
+// kind, so a flood cannot rotate the audit log away (issue 9 item 6).
+func (c *call) refuse(w http.ResponseWriter, status int, code, msg string, req wire.Request) {
+	c.refuseAs(w, c.dev.ID, status, code, msg, req)
+}
+
+func (c *call) refuseAs(w http.ResponseWriter, device string, status int, code, msg string, req wire.Request) {
+	c.a.refusals.add(refusal{source: c.source, Refusal: Refusal{Device: device, Agent: c.agent, Write: c.write, Req: req, Code: code, Reason: msg}})
+	apiError(w, status, code, msg)
+}
+
+// gate is the write gate (D6), in front of every state-changing route:
+//
+//  1. the Host is this site's (421 wrong-host);
+//  2. the request is from this site's own page: Origin on the site's list
+//     (or none, from a client outside a browser), and the header
+//     Collie-Write: 1 (403 cross-site). These come before any limit, so a
+//     cross-site page in the device's own browser uses up nothing;
+//  3. the source's rate (429 rate-limited);
+//  4. where needed, a paired device's credential (401 not-paired),
+//     authenticated and registered in one step, so a revoke cuts the
+//     request off;
+//  5. the device's rate (429 rate-limited).
+//
+// Every refusal is recorded through refusals: the first of a kind at
+// once, repeats counted.
+func (a *API) gate(spec gateSpec, next gatedFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := &call{a: a, source: sourceOf(r), agent: r.PathValue("agent"), write: spec.write}
+		device := NoDevice
+		if spec.paired {
+			device = a.o.Store.Identify(credential(r))
+		}
+		if !a.site.hostOK(r) {
+			c.refuseAs(w, device, http.StatusMisdirectedRequest, "wrong-host", "this is not the address of Collie's device API; open the address collie pair prints", nil)
+			return
+		}
+		if !a.site.originOK(r) || r.Header.Get(WriteHeader) != "1" {
+			c.refuseAs(w, device, http.StatusForbidden, "cross-site", "a write needs the "+WriteHeader+": 1 header from this bridge's own page", nil)
+			return
+		}
+		if !spec.source.allow(c.source) {
+			c.refuseAs(w, device, http.StatusTooManyRequests, "rate-limited", "too many requests from this address; wait a minute and try again", nil)
+			return
+		}
+		if spec.paired {
+			d, _, ctx, leave, ok := a.feed.enter(r.Context(), credential(r), false)
+			if !ok {
+				c.refuseAs(w, a.o.Store.Identify(credential(r)), http.StatusUnauthorized, "not-paired", "this device is not paired, or was revoked; pair it again with: collie pair", nil)
+				return
+			}
+			defer leave()
+			c.dev = d
+			if !a.writes.allow(d.ID) {
+				c.refuse(w, http.StatusTooManyRequests, "rate-limited", "too many writes from this device; wait a few seconds", nil)
+				return
+			}
+			r = r.WithContext(context.WithValue(ctx, ctxKey{}, d))
+		}
+		next(w, r, c)
+	})
+}
+
+// limiter is a token bucket per key (a device, a source): a flood is
+// refused rather than passed on.
 type limiter struct {
 	rate  float64 // tokens a second
 	burst float64
@@ -73,6 +197,10 @@ type bucket struct {
 	last   time.Time
 }
 
+// maxBuckets bounds a limiter's memory: past it, buckets that have filled
+// up again (idle keys) are forgotten, which changes nothing for them.
+const maxBuckets = 4096
+
 func newLimiter(rate, burst float64, now func() time.Time) *limiter {
 	return &limiter{rate: rate, burst: burst, now: now, buckets: map[string]*bucket{}}
 }
@@ -83,6 +211,9 @@ func (l *limiter) allow(key string) bool {
 	now := l.now()
 	b, ok := l.buckets[key]
 	if !ok {
+		if len(l.buckets) >= maxBuckets {
+			l.prune(now)
+		}
 		b = &bucket{tokens: l.burst, last: now}
 		l.buckets[key] = b
 	}
@@ -93,4 +224,12 @@ func (l *limiter) allow(key string) bool {
 	}
 	b.tokens--
 	return true
+}
+
+func (l *limiter) prune(now time.Time) {
+	for k, b := range l.buckets {
+		if b.tokens+now.Sub(b.last).Seconds()*l.rate >= l.burst {
+			delete(l.buckets, k)
+		}
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"net"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -30,4 +32,15 @@ func writePair(t *testing.T, dir string, cert tls.Certificate) (certFile, keyFil
 	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}), 0o644)
 	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600)
 	return certFile, keyFile
+}
+
+// siteOf is the allow-list of an unstarted test server's listener, as
+// Listen makes it for a real one.
+func siteOf(t *testing.T, srv *httptest.Server) *Site {
+	t.Helper()
+	host, port, err := net.SplitHostPort(srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewSite("http", host, port)
 }

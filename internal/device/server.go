@@ -31,6 +31,9 @@ type Listener struct {
 	net.Listener
 	URL         string // base URL for devices
 	Fingerprint string // of the TLS certificate; empty for plain HTTP
+	// Site is the listener's allow-list of host names and origins: what
+	// the device API serves, and what it takes writes from.
+	Site *Site
 }
 
 // Listen opens the device API's socket. Beyond loopback it is TLS only:
@@ -63,7 +66,7 @@ func Listen(c ListenConfig, stateDir string) (*Listener, error) {
 	}
 	// The port the kernel gave, when the configuration said 0.
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	out := &Listener{Listener: l, URL: "http://" + net.JoinHostPort(displayHost(host), port)}
+	out := &Listener{Listener: l, URL: "http://" + net.JoinHostPort(displayHost(host), port), Site: NewSite("http", host, port)}
 	if !useTLS {
 		return out, nil
 	}
@@ -80,6 +83,7 @@ func Listen(c ListenConfig, stateDir string) (*Listener, error) {
 	}
 	out.Listener = tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	out.URL = "https://" + net.JoinHostPort(displayHost(host), port)
+	out.Site = NewSite("https", host, port)
 	out.Fingerprint = Fingerprint(cert)
 	return out, nil
 }

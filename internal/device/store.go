@@ -44,12 +44,25 @@ type Store struct {
 	devices map[string]*Device // by id
 	byHash  map[string]string  // credential hash → id
 	saved   time.Time          // last save, to write LastSeen at most once a minute
-	revoked chan string        // ids, for live connections to close
+	revoked []Revoked          // newest last, at most KeepRevoked
 }
+
+// Revoked is a device that was revoked: the hash of its credential is
+// kept so that a later request with it is recorded as that device's, not
+// as an unknown one's. It opens nothing.
+type Revoked struct {
+	ID        string    `json:"id"`
+	CredHash  string    `json:"credHash"`
+	RevokedAt time.Time `json:"revokedAt"`
+}
+
+// KeepRevoked is how many revoked devices the store remembers.
+const KeepRevoked = 64
 
 type storeFile struct {
 	Version int       `json:"version"`
 	Devices []*Device `json:"devices"`
+	Revoked []Revoked `json:"revoked,omitempty"`
 }
 
 // OpenStore reads the devices file at path; a missing file is no devices.
@@ -57,7 +70,7 @@ func OpenStore(path string, now func() time.Time) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{path: path, now: now, devices: map[string]*Device{}, byHash: map[string]string{}, revoked: make(chan string, 16)}
+	s := &Store{path: path, now: now, devices: map[string]*Device{}, byHash: map[string]string{}}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s, nil
@@ -73,6 +86,7 @@ func OpenStore(path string, now func() time.Time) (*Store, error) {
 		s.devices[d.ID] = d
 		s.byHash[d.CredHash] = d.ID
 	}
+	s.revoked = f.Revoked
 	return s, nil
 }
 
@@ -124,6 +138,27 @@ func (s *Store) Authenticate(cred string) (Device, bool) {
 	return *d, true
 }
 
+// Identify names who a credential that Authenticate refused belongs to,
+// for the audit log: a revoked device's id, UnknownDevice, or NoDevice
+// when there is no credential. It never returns the credential.
+func (s *Store) Identify(cred string) string {
+	if cred == "" {
+		return NoDevice
+	}
+	h := hashCred(cred)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id, ok := s.byHash[h]; ok {
+		return id
+	}
+	for _, r := range s.revoked {
+		if r.CredHash == h {
+			return r.ID
+		}
+	}
+	return UnknownDevice
+}
+
 // Get returns the device with id.
 func (s *Store) Get(id string) (Device, bool) {
 	s.mu.Lock()
@@ -143,10 +178,13 @@ func (s *Store) Revoke(id string) error {
 	if !ok {
 		return fmt.Errorf("no device with id %s; see: collie devices", id)
 	}
+	before := s.revoked
 	delete(s.devices, id)
 	delete(s.byHash, d.CredHash)
+	s.revoked = append(s.revoked[max(0, len(s.revoked)-KeepRevoked+1):len(s.revoked):len(s.revoked)],
+		Revoked{ID: id, CredHash: d.CredHash, RevokedAt: s.now().UTC()})
 	if err := s.saveLocked(); err != nil {
-		s.devices[id], s.byHash[d.CredHash] = d, id
+		s.devices[id], s.byHash[d.CredHash], s.revoked = d, id, before
 		return err
 	}
 	return nil
@@ -165,7 +203,7 @@ func (s *Store) List() []Device {
 }
 
 func (s *Store) saveLocked() error {
-	f := storeFile{Version: 1, Devices: make([]*Device, 0, len(s.devices))}
+	f := storeFile{Version: 1, Devices: make([]*Device, 0, len(s.devices)), Revoked: s.revoked}
 	for _, d := range s.devices {
 		f.Devices = append(f.Devices, d)
 	}

@@ -7,7 +7,8 @@
 //    handed to an HTML sink would throw.
 //  - Links open only web addresses: https for link items, http(s) inside
 //    markdown; always rel="noopener noreferrer" and target="_blank".
-//  - Writes carry the Collie-Write header and go to this page's own origin;
+//  - Writes, pairing included, carry the Collie-Write header and go to
+//    this page's own origin;
 //    the credential is an HttpOnly cookie this script never sees.
 //  - "Always allow" takes a second tap on a separate button, which stays
 //    disabled for a moment so a double tap cannot confirm it by accident.
@@ -512,7 +513,9 @@
       opt.headers['Content-Type'] = 'application/json';
       opt.body = JSON.stringify(body);
     }
-    if (method === 'POST' && path !== '/pair') opt.headers['Collie-Write'] = '1';
+    // Every state-changing request, pairing included, passes the write
+    // gate, which asks for this header (D6).
+    if (method !== 'GET') opt.headers['Collie-Write'] = '1';
     let resp;
     try {
       resp = await fetch(API + path, opt);

@@ -1,0 +1,25 @@
+package audit
+
+// Counted is ev standing for n refusals of one kind: the device API
+// coalesces repeated refusals from one source (the first is recorded at
+// once; repeats within a minute become one line), so a flood cannot
+// rotate the log away. The line keeps ev's fields, which are those of the
+// first refusal it counts, and "count": n after them. For n < 2, or an
+// event that was not refused or failed, it is ev itself: a line without
+// "count" stands for one write.
+func Counted(ev Event, n int) Event {
+	if r := ev.result(); n < 2 || r.status != StatusRefused && r.status != StatusFailed {
+		return ev
+	}
+	return counted{Event: ev, n: int64(n)}
+}
+
+type counted struct {
+	Event
+	n int64
+}
+
+func (c counted) encode(e *encoder) {
+	c.Event.encode(e)
+	e.int("count", c.n)
+}
