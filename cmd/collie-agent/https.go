@@ -32,20 +32,35 @@ type HTTPSConfig struct {
 	TokenNext string `toml:"token_next"`
 }
 
-// listenHTTPS opens the token transport's listener, with TLS unless it is
-// on loopback without a certificate.
-func listenHTTPS(c *HTTPSConfig) (net.Listener, string, error) {
+// checkHTTPS checks [https] as listenHTTPS will use it, without listening:
+// the address, TLS beyond loopback, and the certificate and key files.
+func checkHTTPS(c *HTTPSConfig) error {
 	host, _, err := net.SplitHostPort(c.Listen)
 	if err != nil {
-		return nil, "", fmt.Errorf("[https] listen = %q is not host:port; for example \"127.0.0.1:8443\" or \":8443\"", c.Listen)
+		return fmt.Errorf("[https] listen = %q is not host:port; for example \"127.0.0.1:8443\" or \":8443\"", c.Listen)
 	}
 	if (c.Cert == "") != (c.Key == "") {
-		return nil, "", errors.New("[https] needs both cert and key, or neither")
+		return errors.New("[https] needs both cert and key, or neither")
 	}
 	ip, ipErr := netip.ParseAddr(host)
 	loopback := host == "localhost" || (ipErr == nil && ip.IsLoopback())
 	if c.Cert == "" && !loopback {
-		return nil, "", fmt.Errorf("[https] listen = %q is reachable beyond this machine, so it needs TLS: give cert and key (plain http:// is only for 127.0.0.1 or localhost)", c.Listen)
+		return fmt.Errorf("[https] listen = %q is reachable beyond this machine, so it needs TLS: give cert and key (plain http:// is only for 127.0.0.1 or localhost)", c.Listen)
+	}
+	if c.Cert == "" {
+		return nil
+	}
+	if _, err := tls.LoadX509KeyPair(c.Cert, c.Key); err != nil {
+		return fmt.Errorf("[https] load cert %s and key %s: %w", c.Cert, c.Key, err)
+	}
+	return privateFile(c.Key, "the TLS key")
+}
+
+// listenHTTPS opens the token transport's listener, with TLS unless it is
+// on loopback without a certificate.
+func listenHTTPS(c *HTTPSConfig) (net.Listener, string, error) {
+	if err := checkHTTPS(c); err != nil {
+		return nil, "", err
 	}
 	l, err := net.Listen("tcp", c.Listen)
 	if err != nil {
@@ -58,10 +73,6 @@ func listenHTTPS(c *HTTPSConfig) (net.Listener, string, error) {
 	if err != nil {
 		l.Close()
 		return nil, "", fmt.Errorf("[https] load cert %s and key %s: %w", c.Cert, c.Key, err)
-	}
-	if err := privateFile(c.Key, "the TLS key"); err != nil {
-		l.Close()
-		return nil, "", err
 	}
 	return tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), "https://" + l.Addr().String(), nil
 }

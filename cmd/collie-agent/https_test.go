@@ -104,7 +104,11 @@ func TestRemoteTransport(t *testing.T) {
 	t.Setenv("COLLIE_TOKEN", tok)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	l, err := serveRemote(ctx, srv, Config{HTTPS: &HTTPSConfig{Listen: "127.0.0.1:0"}}, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), done)
+	tokens, err := loadTokens(&HTTPSConfig{Listen: "127.0.0.1:0"}, cfg, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := serveRemote(ctx, srv, Config{HTTPS: &HTTPSConfig{Listen: "127.0.0.1:0"}}, tokens, slog.New(slog.NewTextHandler(io.Discard, nil)), done)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,48 +47,90 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return ask.Grants(context.Background(), args[1:], e)
 		}
 	}
+	// Signals first: from here on, a HUP or TERM is the agent's to handle,
+	// also while it is still starting (see catchSignals).
+	sig := catchSignals()
+	defer sig.stop()
 	fs := flag.NewFlagSet("collie-agent", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // its errors go out through fail, below
 	name := fs.String("name", "demo", "the agent's `name` (the instance of collie-agent@NAME)")
 	socket := fs.String("socket", "", "the socket `path` when not socket-activated (default $XDG_RUNTIME_DIR/desk/NAME.sock)")
 	cfgPath := fs.String("config", "", "the config `file` (default $XDG_CONFIG_HOME/collie-agent/NAME.toml)")
-	check := fs.Bool("check-config", false, "check the config file and exit")
+	check := fs.Bool("check-config", false, "check the config file as the agent does at start (syntax, settings, tokens, TLS files) and exit")
 	showVersion := fs.Bool("version", false, "print the version and exit")
-	fs.Usage = func() {
+	usage := func() {
 		fmt.Fprintf(stderr, "Usage: collie-agent [--name NAME] [--socket PATH] [--config FILE] [--check-config]\n       collie-agent ask KIND [OPTIONS] TITLE   (see collie-agent ask --help)\n       collie-agent grants [--agent NAME] [--revoke ID | --revoke-all]\n\n")
+		fs.SetOutput(stderr)
 		fs.PrintDefaults()
 	}
+	fs.Usage = func() {}
+	// Every way out ends in fail: at PRIORITY=3 in the journal, with the
+	// agent's name, when the agent runs as a service; else on stderr.
+	fail := func(code int, format string, a ...any) int {
+		journal.Fatal(stderr, "collie-agent", fmt.Sprintf(format, a...), map[string]string{"agent": *name})
+		return code
+	}
 	if err := fs.Parse(args); err != nil {
-		return 2
+		if errors.Is(err, flag.ErrHelp) {
+			usage()
+			return 2
+		}
+		return fail(2, "%v; see collie-agent --help", err)
 	}
 	if *showVersion {
 		fmt.Fprintln(stdout, "collie-agent", version.String())
 		return 0
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "collie-agent: unexpected argument %q; see collie-agent --help\n", fs.Arg(0))
-		return 2
+		return fail(2, "unexpected argument %q; see collie-agent --help", fs.Arg(0))
 	}
 	if !validName.MatchString(*name) {
-		fmt.Fprintf(stderr, "collie-agent: the name %q is not valid; use 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit\n", *name)
-		return 2
+		return fail(2, "the name %q is not valid; use 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit", *name)
 	}
 	path := configPath(*cfgPath, *name, os.Getenv)
 	if *check {
-		if _, err := loadConfig(path, *name); err != nil {
-			fmt.Fprintln(stderr, "collie-agent:", err)
-			return 1
+		if _, err := prepare(path, *name, os.Getenv); err != nil {
+			return fail(1, "%v", err)
 		}
 		fmt.Fprintf(stdout, "%s is valid\n", path)
 		return 0
 	}
 	log := journal.NewLogger("collie-agent", stderr, slog.LevelInfo).With("agent", *name)
-	if err := serve(*name, *socket, path, log); err != nil {
-		log.Error("collie-agent stopped", "err", err)
-		fmt.Fprintln(stderr, "collie-agent:", err)
-		return 1
+	if err := serve(sig, *name, *socket, path, log); err != nil {
+		return fail(1, "%v", err)
 	}
 	return 0
+}
+
+// signals are the agent's: SIGINT and SIGTERM stop it, SIGHUP reloads its
+// config. They are caught before anything else, so that a signal that
+// comes while the agent starts neither kills it (SIGHUP's default action)
+// nor is lost: a HUP waits in the channel until the agent serves.
+type signals struct {
+	stop func()
+	hup  chan os.Signal
+	term chan os.Signal
+}
+
+func catchSignals() *signals {
+	s := &signals{hup: make(chan os.Signal, 1), term: make(chan os.Signal, 1)}
+	signal.Notify(s.hup, syscall.SIGHUP)
+	signal.Notify(s.term, os.Interrupt, syscall.SIGTERM)
+	s.stop = func() { signal.Stop(s.hup); signal.Stop(s.term) }
+	return s
+}
+
+// context ends when SIGINT or SIGTERM comes, or came already.
+func (s *signals) context() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-s.term:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // configPath is --config, or $XDG_CONFIG_HOME/collie-agent/NAME.toml.
@@ -113,11 +155,48 @@ func statePath(name string, getenv func(string) string) string {
 	return filepath.Join(dir, "collie-agent", name, "grants.json")
 }
 
-func serve(name, socket, cfgPath string, log *slog.Logger) error {
+// prepared is what the agent reads and checks before it serves.
+type prepared struct {
+	cfg    Config
+	tokens durable.Tokens
+}
+
+// prepare loads and checks the config and everything it names (the token
+// transport's tokens and TLS files), exactly as the agent does at start,
+// without listening or running anything: --check-config runs it, and so
+// does collie doctor through it. Errors name the file, the line and the
+// setting where there is one.
+func prepare(cfgPath, name string, getenv func(string) string) (prepared, error) {
 	cfg, err := loadConfig(cfgPath, name)
 	if err != nil {
-		return err
+		return prepared{}, err
 	}
+	p := prepared{cfg: cfg}
+	if cfg.HTTPS != nil {
+		if p.tokens, err = loadTokens(cfg.HTTPS, cfgPath, getenv); err != nil {
+			return prepared{}, fmt.Errorf("%s: %w", cfgPath, err)
+		}
+		if err := checkHTTPS(cfg.HTTPS); err != nil {
+			return prepared{}, fmt.Errorf("%s: %w", cfgPath, err)
+		}
+	}
+	return p, nil
+}
+
+func serve(sig *signals, name, socket, cfgPath string, log *slog.Logger) error {
+	p, err := prepare(cfgPath, name, os.Getenv)
+	if err != nil {
+		return fmt.Errorf("cannot start: %w", err)
+	}
+	if err := serveWith(sig, p, name, socket, cfgPath, log); err != nil {
+		return fmt.Errorf("stopped: %w", err)
+	}
+	return nil
+}
+
+func serveWith(sig *signals, p prepared, name, socket, cfgPath string, log *slog.Logger) error {
+	cfg := p.cfg
+	var err error
 	// C3: on by default; where it cannot work the agent does not start
 	// unless the config turns it off explicitly.
 	transport := durable.Transport{Unchecked: cfg.CallerCheck == "off"}
@@ -184,11 +263,11 @@ func serve(name, socket, cfgPath string, log *slog.Logger) error {
 	log.Info("collie-agent serving", "socket", l.Addr().String(), "activated", activated, "listen_fds", listenFDs,
 		"config", cfgPath, "caller_check", checkDesc, "belt", len(cfg.Belt), "starters", len(cfg.Starters), "always_allow", cfg.Always.Enabled)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := sig.context()
 	defer stop()
 	remoteDone := make(chan error, 1)
 	if cfg.HTTPS != nil {
-		rl, err := serveRemote(ctx, srv, cfg, cfgPath, log, remoteDone)
+		rl, err := serveRemote(ctx, srv, cfg, p.tokens, log, remoteDone)
 		if err != nil {
 			return err
 		}
@@ -196,7 +275,7 @@ func serve(name, socket, cfgPath string, log *slog.Logger) error {
 	} else {
 		close(remoteDone)
 	}
-	go a.reloadOnHUP(ctx, cfgPath, cfg)
+	go a.reloadOnHUP(ctx, sig.hup, cfgPath, cfg)
 	err = srv.ServeTransport(ctx, l, transport)
 	stop()
 	if rerr := <-remoteDone; err == nil {
@@ -209,10 +288,7 @@ func serve(name, socket, cfgPath string, log *slog.Logger) error {
 // reloadOnHUP reads the config again on SIGHUP. A config that fails its
 // checks is refused whole, with the reason in the log, and the agent keeps
 // serving with the one it has: nothing is half applied.
-func (a *agent) reloadOnHUP(ctx context.Context, path string, current Config) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+func (a *agent) reloadOnHUP(ctx context.Context, hup <-chan os.Signal, path string, current Config) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -237,11 +313,7 @@ func (a *agent) reloadOnHUP(ctx context.Context, path string, current Config) {
 
 // serveRemote serves the token transport beside the socket (K1–K7). It
 // has no caller check (K3), so "always allow" is not offered there.
-func serveRemote(ctx context.Context, srv *durable.Server, cfg Config, cfgPath string, log *slog.Logger, done chan<- error) (net.Listener, error) {
-	tokens, err := loadTokens(cfg.HTTPS, cfgPath, os.Getenv)
-	if err != nil {
-		return nil, err
-	}
+func serveRemote(ctx context.Context, srv *durable.Server, cfg Config, tokens durable.Tokens, log *slog.Logger, done chan<- error) (net.Listener, error) {
 	l, url, err := listenHTTPS(cfg.HTTPS)
 	if err != nil {
 		return nil, err

@@ -19,6 +19,9 @@ import (
 )
 
 func cmdDaemon(ctx context.Context, e *env, args []string) error {
+	// Signals first: a HUP or TERM from now on is the daemon's to handle.
+	ctx, hup, stop := catchSignals(ctx)
+	defer stop()
 	fs := newFlags("collie daemon", e)
 	debug := fs.Bool("debug", false, "log debug lines too")
 	if err := parse(fs, args); err != nil {
@@ -26,18 +29,31 @@ func cmdDaemon(ctx context.Context, e *env, args []string) error {
 	}
 	paths, err := e.paths()
 	if err != nil {
-		return err
+		return fmt.Errorf("the daemon cannot start: %w", err)
 	}
 	// A key config.toml does not know is refused rather than ignored.
 	cfg, _, err := config.Load(paths.ConfigFile())
 	if err != nil {
-		return err
+		return fmt.Errorf("the daemon cannot start: %w", err)
 	}
 	level := slog.LevelInfo
 	if *debug {
 		level = slog.LevelDebug
 	}
-	return runBridge(ctx, e, paths, deviceListen(cfg.Devices), level)
+	return runBridge(ctx, e, hup, paths, deviceListen(cfg.Devices), level)
+}
+
+// catchSignals catches SIGINT and SIGTERM (they end the returned context)
+// and SIGHUP (sent on the returned channel) from this moment on. Callers
+// call it before anything else, so that a signal that comes while the
+// daemon is still starting neither kills it (SIGHUP's default action) nor
+// reaches a bridge that is not running yet: a HUP waits in the channel
+// until the bridge is ready (see reloadOnHUP).
+func catchSignals(ctx context.Context) (context.Context, <-chan os.Signal, func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	return ctx, hup, func() { stop(); signal.Stop(hup) }
 }
 
 // deviceListen turns [devices] into the device API's settings; nil when
@@ -50,63 +66,80 @@ func deviceListen(d config.Devices) *device.ListenConfig {
 	return &device.ListenConfig{Addr: addr, TLS: d.TLS, CertFile: d.TLSCert, KeyFile: d.TLSKey}
 }
 
-// runBridge runs the daemon until SIGINT or SIGTERM; SIGHUP reloads
-// sources.json.
-func runBridge(ctx context.Context, e *env, paths config.Paths, devices *device.ListenConfig, level slog.Level) error {
+// runBridge runs the daemon until ctx ends (SIGINT or SIGTERM, caught by
+// catchSignals); a SIGHUP on hup reloads sources.json once it is running.
+// An error that stops it before it is ready says "cannot start", one after
+// "stopped"; main reports either at PRIORITY=3 (journal.Fatal).
+func runBridge(ctx context.Context, e *env, hup <-chan os.Signal, paths config.Paths, devices *device.ListenConfig, level slog.Level) error {
 	log := journal.NewLogger("collie", e.stderr, level)
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	n := newNotifier(log, func(state string) (bool, error) { return daemon.SdNotify(false, state) })
+	cannotStart := func(err error) error { return fmt.Errorf("the daemon cannot start: %w", err) }
 	content, err := audit.ParseContent(e.getenv("COLLIE_AUDIT_CONTENT"))
 	if err != nil {
-		return err
+		return cannotStart(err)
 	}
 	auditLog, opened, err := audit.Open(audit.Options{Dir: paths.State, Content: content})
 	if err != nil {
-		return fmt.Errorf("open the audit log: %w", err)
+		return cannotStart(fmt.Errorf("open the audit log: %w", err))
 	}
 	defer auditLog.Close()
 	for _, t := range opened.Tightened {
 		log.Warn("an audit file was readable by others; set its mode to 0600", "path", t.Path, "old_mode", fmt.Sprintf("%04o", t.Was.Perm()))
 	}
-	if opened.Torn {
-		log.Warn("the audit log ended in a line cut short, probably by a crash; it is kept, and collie audit verify reports it")
+	for _, r := range opened.Repaired {
+		log.Warn("the audit log was repaired at start", "path", r.Path, "offset", r.Offset, "reason", r.What)
 	}
 	b := bridge.New(bridge.Options{
 		Paths:   paths,
 		UID:     os.Getuid(),
 		Log:     log,
-		Notify:  func(state string) { daemon.SdNotify(false, state) },
+		Notify:  n.Notify,
 		Devices: devices,
 		Audit:   bridge.Auditor{Log: auditLog, Logger: log},
 	})
-	go watchdog(ctx, b, log)
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				if err := b.Reload(); err != nil {
-					log.Error("reload failed; keeping the agents as they were", "err", err)
-				}
-			}
-		}
-	}()
+	go watchdog(ctx, b, n, log)
+	go reloadOnHUP(ctx, hup, n.Ready(), b.Reload, log)
 	if err := b.Run(ctx); err != nil {
-		log.Error("collie daemon stopped", "err", err)
-		return err
+		select {
+		case <-n.Ready():
+			return fmt.Errorf("the daemon stopped: %w", err)
+		default:
+			return cannotStart(err)
+		}
 	}
+	log.Info("collie daemon stopped")
 	return nil
+}
+
+// reloadOnHUP calls reload for every SIGHUP on hup, from the moment ready
+// is closed (the bridge said READY=1) until ctx ends. A HUP that came
+// earlier waited in hup and is acted on then: the bridge read sources.json
+// as it started, but perhaps before the change the HUP was sent for.
+func reloadOnHUP(ctx context.Context, hup <-chan os.Signal, ready <-chan struct{}, reload func() error, log *slog.Logger) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-ready:
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if err := reload(); err != nil {
+				log.Error("reload failed; keeping the agents as they were", "err", err)
+				continue
+			}
+			log.Info("sources.json reloaded")
+		}
+	}
 }
 
 // watchdog sends WATCHDOG=1 at half the interval systemd asked for
 // (WatchdogSec= in collie.service), while the bridge still answers: a
 // bridge stuck on its lock stops the pings, and systemd restarts it. It
 // does nothing when no watchdog is set.
-func watchdog(ctx context.Context, b *bridge.Bridge, log *slog.Logger) {
+func watchdog(ctx context.Context, b *bridge.Bridge, n *notifier, log *slog.Logger) {
 	every, err := daemon.SdWatchdogEnabled(false)
 	if err != nil {
 		log.Warn("the service watchdog setting cannot be read; not sending keep-alives", "err", err)
@@ -123,7 +156,7 @@ func watchdog(ctx context.Context, b *bridge.Bridge, log *slog.Logger) {
 			return
 		case <-t.C:
 			b.Agents() // takes the bridge's lock: blocks if the bridge is stuck
-			daemon.SdNotify(false, daemon.SdNotifyWatchdog)
+			n.Notify(daemon.SdNotifyWatchdog)
 		}
 	}
 }

@@ -20,6 +20,8 @@ import (
 // cmdDemo runs the bridge with collie-agent attached, in a throwaway
 // folder: no config, no root and no systemd needed (`make run`).
 func cmdDemo(ctx context.Context, e *env, args []string) error {
+	ctx, hup, stop := catchSignals(ctx)
+	defer stop()
 	if err := parse(newFlags("collie demo", e), args); err != nil {
 		return err
 	}
@@ -76,7 +78,7 @@ Look at it from another terminal:
 Stop with Ctrl-C; the demo's folder %s is removed.
 `, paths.Runtime, filepath.Dir(paths.Config), self, self, dir)
 	go printPairing(ctx, e, paths.Control())
-	return runBridge(ctx, e, paths, &device.ListenConfig{Addr: "127.0.0.1:0"}, slog.LevelInfo)
+	return runBridge(ctx, e, hup, paths, &device.ListenConfig{Addr: "127.0.0.1:0"}, slog.LevelInfo)
 }
 
 // printPairing shows a pairing link once the demo's bridge is up, so a

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/collie-linux/collie/internal/config"
+	"github.com/collie-linux/collie/internal/journal"
 	"github.com/collie-linux/collie/internal/version"
 )
 
@@ -63,12 +64,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
+	// Every way out of every command, the daemon's included, ends here:
+	// in the journal (collie.service) at PRIORITY=3, else on stderr.
 	var ue usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "collie: %s\n", ue.msg)
+		journal.Fatal(stderr, "collie", ue.msg, nil)
 		return 2
 	}
-	fmt.Fprintf(stderr, "collie: %s\n", err)
+	journal.Fatal(stderr, "collie", err.Error(), nil)
 	return 1
 }
 

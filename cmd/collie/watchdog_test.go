@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coreos/go-systemd/v22/daemon"
+
 	"github.com/collie-linux/collie/internal/bridge"
 )
 
@@ -37,7 +39,8 @@ func TestWatchdog_L2(t *testing.T) {
 	b := bridge.New(bridge.Options{Log: log})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { watchdog(ctx, b, log); close(done) }()
+	n := newNotifier(log, func(s string) (bool, error) { return daemon.SdNotify(false, s) })
+	go func() { watchdog(ctx, b, n, log); close(done) }()
 
 	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	buf := make([]byte, 64)
@@ -64,7 +67,8 @@ func TestNoWatchdog(t *testing.T) {
 	t.Setenv("WATCHDOG_USEC", "")
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	done := make(chan struct{})
-	go func() { watchdog(context.Background(), bridge.New(bridge.Options{Log: log}), log); close(done) }()
+	n := newNotifier(log, func(string) (bool, error) { return false, nil })
+	go func() { watchdog(context.Background(), bridge.New(bridge.Options{Log: log}), n, log); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):

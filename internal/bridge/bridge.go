@@ -16,6 +16,7 @@ import (
 	"github.com/collie-linux/collie/internal/control"
 	"github.com/collie-linux/collie/internal/device"
 	"github.com/collie-linux/collie/internal/journal"
+	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/sources"
 	"github.com/collie-linux/collie/internal/upstream"
 	"github.com/collie-linux/collie/internal/wire"
@@ -77,6 +78,7 @@ type agent struct {
 	status control.AgentStatus
 	snap   *wire.Snapshot
 	etag   string
+	polled chan struct{} // closed and replaced after each poll; nil: never polled
 }
 
 // New returns a bridge; Run starts it.
@@ -96,7 +98,9 @@ func New(o Options) *Bridge {
 // Run tightens sources.json, starts a poller per agent, serves the control
 // socket, tells systemd it is ready, and runs until ctx ends.
 func (b *Bridge) Run(ctx context.Context) error {
+	b.mu.Lock()
 	b.ctx = ctx
+	b.mu.Unlock()
 	path := b.o.Paths.Sources()
 	if tightened, old, err := sources.Tighten(path); err != nil {
 		return fmt.Errorf("check %s: %w", path, err)
@@ -138,6 +142,10 @@ func (b *Bridge) Reload() error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.ctx == nil {
+		// Pollers live under Run's context (a SIGHUP before Run, issue 9).
+		return errors.New("the bridge is not running yet; reload once it has started")
+	}
 	for name, a := range b.agents {
 		if s, ok := want[name]; !ok || s != a.src {
 			a.cancel()
@@ -162,6 +170,7 @@ func (b *Bridge) start(s sources.Source) {
 		done:   make(chan struct{}),
 		wake:   make(chan struct{}, 1),
 		status: control.AgentStatus{Name: s.Name, Transport: s.Transport(), Target: s.Socket, Reason: "not polled yet"},
+		polled: make(chan struct{}),
 	}
 	var err error
 	if s.Transport() == "socket" {
@@ -173,7 +182,7 @@ func (b *Bridge) start(s sources.Source) {
 	b.agents[s.Name] = a
 	if err != nil {
 		// Kept in the list with its reason, not polled until it is fixed.
-		a.status.Reason = err.Error()
+		a.status.Reason, a.polled = cleanReason(err.Error()), nil
 		b.o.Log.Warn("durable agent is unreachable", journal.MessageID(journal.MsgAgentUnreachable), "agent", s.Name, "reason", a.status.Reason)
 		cancel()
 		close(a.done)
@@ -245,6 +254,7 @@ func (b *Bridge) poll(ctx context.Context, a *agent) {
 func (b *Bridge) pollOnce(parent context.Context, a *agent) {
 	ctx, cancel := context.WithTimeout(parent, pollTimeout)
 	defer cancel()
+	began := time.Now()
 	b.mu.Lock()
 	etag, name := a.etag, a.status.Agent
 	b.mu.Unlock()
@@ -261,15 +271,18 @@ func (b *Bridge) pollOnce(parent context.Context, a *agent) {
 	if parent.Err() != nil {
 		return // detached or stopping: the outcome means nothing
 	}
-	b.record(a, hello, rd, err)
+	b.record(a, began, hello, rd, err)
 }
 
-// record stores a poll's outcome and logs a change of reachability once.
-func (b *Bridge) record(a *agent, hello *wire.Hello, rd upstream.Read, err error) {
+// record stores the outcome of a poll that began at began, and logs a
+// change of reachability once.
+func (b *Bridge) record(a *agent, began time.Time, hello *wire.Hello, rd upstream.Read, err error) {
 	log := b.o.Log.With("agent", a.src.Name)
 	b.mu.Lock()
 	before := a.status
-	a.status.Checked = time.Now()
+	a.status.Checked = began
+	close(a.polled)
+	a.polled = make(chan struct{})
 	if err != nil {
 		a.status.Reachable, a.status.Reason = false, reason(err)
 		a.status.Agent = "" // ask hello again when it comes back
@@ -303,13 +316,23 @@ func (b *Bridge) record(a *agent, hello *wire.Hello, rd upstream.Read, err error
 	b.o.Notify(b.statusLine())
 }
 
-// reason is the sentence shown for an unreachable agent.
+// reason is the sentence shown for an unreachable agent. upstream cleans
+// every error it returns; this cleans again, so that whatever else an error
+// may one day carry, a reason stored here (and shown by collie durable
+// list, collie show, the device API and the log) is clean (X1).
 func reason(err error) string {
 	var u *upstream.Unreachable
 	if errors.As(err, &u) {
-		return u.Reason
+		return cleanReason(u.Reason)
 	}
-	return err.Error()
+	return cleanReason(err.Error())
+}
+
+// cleanReason cleans a reason as X2 cleans a single-line field, capped
+// like upstream's.
+func cleanReason(s string) string {
+	s, _ = sanitize.Line(s, upstream.ReasonBytes)
+	return s
 }
 
 // logDrops writes one line per conversation for what cleaning dropped (X6).
@@ -349,6 +372,62 @@ func (b *Bridge) Agents() []control.AgentStatus {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// Fresh is how recent a status must be for Check to take it as it is;
+// an older one is polled again.
+const Fresh = time.Second
+
+// checkWait bounds how long Check waits for the polls it asked for.
+const checkWait = 5 * time.Second
+
+// Check implements control.Backend: it polls now every agent whose status
+// is older than Fresh and waits (up to 5 s, or ctx) for those polls, so
+// that collie durable list shows what is true now, not up to 10 s ago.
+// An agent that is down is polled too: the user asked. A poll still
+// running when the wait ends leaves that agent's status as it was, with
+// its Checked time saying how old it is.
+func (b *Bridge) Check(ctx context.Context) []control.AgentStatus {
+	since := time.Now().Add(-Fresh)
+	ctx, cancel := context.WithTimeout(ctx, checkWait)
+	defer cancel()
+	b.mu.Lock()
+	var waits []*agent
+	for _, a := range b.agents {
+		if a.polled == nil || !a.status.Checked.Before(since) {
+			continue // never polled (its reason is its settings), or fresh
+		}
+		waits = append(waits, a)
+		select {
+		case a.wake <- struct{}{}:
+		default:
+		}
+	}
+	b.mu.Unlock()
+	for _, a := range waits {
+		b.waitPolled(ctx, a, since)
+	}
+	return b.Agents()
+}
+
+// waitPolled waits until a poll of a that began after since is recorded,
+// ctx ends or a stops.
+func (b *Bridge) waitPolled(ctx context.Context, a *agent, since time.Time) {
+	for {
+		b.mu.Lock()
+		fresh, polled := a.status.Checked.After(since), a.polled
+		b.mu.Unlock()
+		if fresh {
+			return
+		}
+		select {
+		case <-polled:
+		case <-a.done:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // View implements control.Backend.

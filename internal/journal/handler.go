@@ -18,10 +18,51 @@ import (
 // the SYSLOG_IDENTIFIER (the program's name). When stderr is not the
 // journal, it logs text to stderr.
 func NewLogger(identifier string, stderr io.Writer, level slog.Leveler) *slog.Logger {
-	if ok, _ := journal.StderrIsJournalStream(); ok && journal.Enabled() {
+	if ToJournal() {
 		return slog.New(NewHandler(identifier, level, journal.Send))
 	}
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// ToJournal reports whether stderr is connected to the journal (a service
+// of systemd) and journald takes native entries: then a program's log goes
+// to the journal as native entries with priorities.
+func ToJournal() bool {
+	ok, _ := journal.StderrIsJournalStream()
+	return ok && journal.Enabled()
+}
+
+// Fatal reports the error that makes a program stop, as its last word.
+// When stderr is the journal it is a native entry at PRIORITY=3 (err),
+// with fields and with MESSAGE made as [Message] makes it (the agent in
+// front), so that `journalctl --user -u UNIT -p err` shows the reason;
+// elsewhere it is the line "identifier: text" on stderr.
+func Fatal(stderr io.Writer, identifier, text string, fields map[string]string) {
+	var send SendFunc
+	if ToJournal() {
+		send = journal.Send
+	}
+	fatal(stderr, identifier, text, fields, send)
+}
+
+// fatal is Fatal with the journal's sender given; nil when stderr is not
+// the journal. If the journal refuses the entry, the line goes to stderr
+// with the syslog prefix <3>, which journald's stream reader turns into
+// PRIORITY=3 (SyslogLevelPrefix=yes, systemd's default).
+func fatal(stderr io.Writer, identifier, text string, fields map[string]string, send SendFunc) {
+	if send == nil {
+		fmt.Fprintf(stderr, "%s: %s\n", identifier, text)
+		return
+	}
+	vars := make(map[string]string, len(fields)+1)
+	for k, v := range fields {
+		vars[fieldName(k)] = v
+	}
+	vars["SYSLOG_IDENTIFIER"] = identifier
+	msg := Message(text, vars)
+	if err := send(msg, journal.PriErr, vars); err != nil {
+		fmt.Fprintf(stderr, "<%d>%s\n", journal.PriErr, msg)
+	}
 }
 
 // SendFunc writes one journal entry; journal.Send in production.
@@ -61,7 +102,7 @@ func (h *Handler) Handle(_ context.Context, r slog.Record) error {
 	vars["SYSLOG_IDENTIFIER"] = h.identifier
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if err := h.send(r.Message, Priority(r.Level), vars); err != nil {
+	if err := h.send(Message(r.Message, vars), Priority(r.Level), vars); err != nil {
 		return fmt.Errorf("write to the journal: %w", err)
 	}
 	return nil
@@ -90,7 +131,28 @@ func (h *Handler) WithGroup(name string) slog.Handler {
 	return &h2
 }
 
-// Priority maps a slog level to a syslog priority.
+// Message is the MESSAGE of an entry: the record's message with the agent
+// it is about in front and the reason after it, so that journalctl's
+// plain output (which shows MESSAGE only) says which agent and why:
+//
+//	agent demo: durable agent is unreachable: no socket at /run/user/1000/desk/demo.sock
+//
+// The agent comes from the AGENT field, the reason from ERR, ERROR and
+// REASON (in that order, each once); they stay fields too.
+func Message(msg string, vars map[string]string) string {
+	if a := vars["AGENT"]; a != "" {
+		msg = "agent " + a + ": " + msg
+	}
+	for _, k := range []string{"ERR", "ERROR", "REASON"} {
+		if v := vars[k]; v != "" {
+			msg += ": " + v
+		}
+	}
+	return msg
+}
+
+// Priority maps a slog level to a syslog priority: error and above is err
+// (3), warning is warning (4), info is info (6), below is debug (7).
 func Priority(l slog.Level) journal.Priority {
 	switch {
 	case l >= slog.LevelError:

@@ -1,6 +1,8 @@
 package journal
 
 import (
+	"bytes"
+	"errors"
 	"log/slog"
 	"testing"
 
@@ -29,7 +31,7 @@ func TestHandler(t *testing.T) {
 		t.Fatalf("got %d entries, want 3 (debug filtered out)", len(got))
 	}
 	w := got[0]
-	if w.msg != "unreachable" || w.pri != journal.PriWarning {
+	if w.msg != "agent demo: unreachable: no socket at /x" || w.pri != journal.PriWarning {
 		t.Errorf("entry 0 = %q pri %d", w.msg, w.pri)
 	}
 	for k, v := range map[string]string{"AGENT": "demo", "REASON": "no socket at /x", "POLL_MS": "3", "SYSLOG_IDENTIFIER": "collie"} {
@@ -42,5 +44,76 @@ func TestHandler(t *testing.T) {
 	}
 	if got[2].pri != journal.PriInfo {
 		t.Errorf("info priority = %d", got[2].pri)
+	}
+}
+
+// TestPriorityAndMessage_L2: errors are PRIORITY=3, warnings 4, info 6,
+// debug 7 (issue 9 item 12), and MESSAGE carries the agent and the reason
+// in its text, not only in fields, so journalctl's plain output says both.
+func TestPriorityAndMessage_L2(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		log   func(*slog.Logger)
+		pri   journal.Priority
+		msg   string
+		field [2]string
+	}{
+		{"error_with_err", func(l *slog.Logger) { l.Error("reload failed", "err", errors.New("sources.json, line 2: bad")) },
+			journal.PriErr, "reload failed: sources.json, line 2: bad", [2]string{"ERR", "sources.json, line 2: bad"}},
+		{"above_error", func(l *slog.Logger) { l.Log(nil, slog.LevelError+4, "fatal") }, journal.PriErr, "fatal", [2]string{"SYSLOG_IDENTIFIER", "collie"}},
+		{"warning_agent_reason", func(l *slog.Logger) {
+			l.Warn("durable agent is unreachable", "agent", "demo", "reason", "no socket at /run/d.sock")
+		}, journal.PriWarning, "agent demo: durable agent is unreachable: no socket at /run/d.sock", [2]string{"REASON", "no socket at /run/d.sock"}},
+		{"agent_from_with", func(l *slog.Logger) { l.With("agent", "build").Error("collie-agent stopped", "err", "listen: busy") },
+			journal.PriErr, "agent build: collie-agent stopped: listen: busy", [2]string{"AGENT", "build"}},
+		{"info_plain", func(l *slog.Logger) { l.Info("collie daemon started", "agents", 2) }, journal.PriInfo, "collie daemon started", [2]string{"AGENTS", "2"}},
+		{"debug", func(l *slog.Logger) { l.Debug("poll", "agent", "a") }, journal.PriDebug, "agent a: poll", [2]string{"AGENT", "a"}},
+		{"grouped_agent_is_not_the_agent", func(l *slog.Logger) { l.Info("x", slog.Group("peer", "agent", "b")) }, journal.PriInfo, "x", [2]string{"PEER_AGENT", "b"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []entry
+			send := func(m string, p journal.Priority, v map[string]string) error {
+				got = append(got, entry{m, p, v})
+				return nil
+			}
+			tt.log(slog.New(NewHandler("collie", slog.LevelDebug, send)))
+			if len(got) != 1 {
+				t.Fatalf("%d entries, want 1", len(got))
+			}
+			e := got[0]
+			if e.pri != tt.pri || e.msg != tt.msg || e.vars[tt.field[0]] != tt.field[1] {
+				t.Errorf("entry = %q PRIORITY=%d %v; want %q PRIORITY=%d with %s=%q", e.msg, e.pri, e.vars, tt.msg, tt.pri, tt.field[0], tt.field[1])
+			}
+		})
+	}
+}
+
+// TestFatal_L2: a program's last word is PRIORITY=3 with its fields and
+// the agent in MESSAGE when stderr is the journal, the <3>-prefixed line on
+// stderr if the journal refuses it, and "program: sentence" on a terminal
+// (issue 9 item 12).
+func TestFatal_L2(t *testing.T) {
+	text := "cannot start: /c/demo.toml, line 2: unknown setting \"titel\""
+	msg := "agent demo: " + text
+	var got []entry
+	var stderr bytes.Buffer
+	fatal(&stderr, "collie-agent", text, map[string]string{"agent": "demo"}, func(m string, p journal.Priority, v map[string]string) error {
+		got = append(got, entry{m, p, v})
+		return nil
+	})
+	if len(got) != 1 || got[0].msg != msg || got[0].pri != journal.PriErr || got[0].vars["AGENT"] != "demo" || got[0].vars["SYSLOG_IDENTIFIER"] != "collie-agent" || stderr.Len() != 0 {
+		t.Errorf("to the journal: entries %+v, stderr %q", got, stderr.String())
+	}
+
+	stderr.Reset()
+	fatal(&stderr, "collie-agent", text, map[string]string{"agent": "demo"}, func(string, journal.Priority, map[string]string) error { return errors.New("socket gone") })
+	if stderr.String() != "<3>"+msg+"\n" {
+		t.Errorf("journal refused: stderr = %q, want the <3> line", stderr.String())
+	}
+
+	stderr.Reset()
+	fatal(&stderr, "collie-agent", text, map[string]string{"agent": "demo"}, nil)
+	if stderr.String() != "collie-agent: "+text+"\n" {
+		t.Errorf("terminal: stderr = %q", stderr.String())
 	}
 }

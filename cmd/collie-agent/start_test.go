@@ -1,0 +1,79 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestCheckConfigAsAtStart_L4: --check-config runs what the agent runs at
+// start, so it refuses what would stop the agent there (a token transport
+// without a token, plain HTTP beyond loopback, a key others can read),
+// naming the file; and every way out is one "collie-agent: " line with its
+// exit status (issue 9 items 12, 13).
+func TestCheckConfigAsAtStart_L4(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(key, []byte("not a key"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, toml string
+		args       []string
+		code       int
+		want       string
+	}{
+		{name: "https_without_token", toml: "[https]\nlisten = \"127.0.0.1:0\"\n", code: 1, want: "there is no token: set COLLIE_TOKEN"},
+		{name: "https_plain_beyond_loopback", toml: "[https]\nlisten = \"0.0.0.0:8443\"\ntoken = \"" + strings.Repeat("a", 64) + "\"\n", code: 1, want: "needs TLS"},
+		{name: "https_bad_cert", toml: "[https]\nlisten = \"127.0.0.1:0\"\ncert = \"" + key + "\"\nkey = \"" + key + "\"\ntoken = \"" + strings.Repeat("a", 64) + "\"\n", code: 1, want: "[https] load cert"},
+		{name: "unknown_key", toml: "titel = \"x\"\n", code: 1, want: "line 1"},
+		{name: "bad_flag", args: []string{"--nope"}, code: 2, want: "collie-agent: flag provided but not defined: -nope; see collie-agent --help"},
+		{name: "extra_argument", args: []string{"x"}, code: 2, want: "collie-agent: unexpected argument \"x\""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args, file := tt.args, ""
+			if tt.toml != "" {
+				file = filepath.Join(dir, tt.name+".toml")
+				if err := os.WriteFile(file, []byte(tt.toml), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				args = []string{"--check-config", "--config", file}
+			}
+			var out, errOut strings.Builder
+			code := run(args, &out, &errOut)
+			if code != tt.code || !strings.HasPrefix(errOut.String(), "collie-agent: ") || !strings.Contains(errOut.String(), tt.want) ||
+				!strings.Contains(errOut.String(), file) || strings.Count(errOut.String(), "\n") != 1 {
+				t.Errorf("code %d, stderr %q; want %d and %q", code, errOut.String(), tt.code, tt.want)
+			}
+		})
+	}
+}
+
+// TestSignalsCaughtFirst_L2: from catchSignals on, a SIGHUP is queued for
+// the agent instead of killing it (its default action) and a SIGTERM that
+// came before serving still ends the serving context (issue 9 item 14).
+func TestSignalsCaughtFirst_L2(t *testing.T) {
+	sig := catchSignals()
+	defer sig.stop()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sig.hup:
+	case <-time.After(10 * time.Second):
+		t.Fatal("SIGHUP did not reach the channel")
+	}
+	ctx, cancel := sig.context() // made after the TERM came
+	defer cancel()
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a SIGTERM from before serving did not end the context")
+	}
+}
