@@ -100,8 +100,16 @@ func (e *encoder) bool(k string, v bool) {
 	e.b = strconv.AppendBool(e.b, v)
 }
 
-// encodeLine is the line of ev, without its newline, chained to prev.
+// encodeLine is the line of ev with its own result, without its newline,
+// chained to prev.
 func encodeLine(buf []byte, t time.Time, who Who, ev Event, mask bool, prev string) []byte {
+	return encodeLineAs(buf, t, who, ev, ev.result(), "", mask, prev)
+}
+
+// encodeLineAs is the line of ev with the result r, and after the result
+// the field "intent" when intent is not "": the hash of the pending line
+// this one ends (Log.Begin).
+func encodeLineAs(buf []byte, t time.Time, who Who, ev Event, r Result, intent string, mask bool, prev string) []byte {
 	e := encoder{b: append(buf, '{'), mask: mask}
 	e.key("time")
 	e.b = append(e.b, '"')
@@ -112,12 +120,18 @@ func encodeLine(buf []byte, t time.Time, who Who, ev Event, mask bool, prev stri
 	e.key("event")
 	e.b = appendString(e.b, ev.Name())
 	ev.encode(&e)
-	if r := ev.result(); ev.tap() || r.status != StatusOK && r.status != "" {
+	if ev.tap() || r.status != StatusOK && r.status != "" {
 		e.key("result")
 		e.b = appendString(e.b, r.status)
-		if r.status != StatusOK {
+		if r.status != StatusOK && r.status != StatusPending {
 			e.text("reason", r.reason, reasonBytes)
 		}
+	}
+	if intent != "" {
+		e.key("intent")
+		e.b = append(e.b, '"')
+		e.b = append(e.b, intent...)
+		e.b = append(e.b, '"')
 	}
 	e.key("prev")
 	e.b = append(e.b, '"')

@@ -1,9 +1,9 @@
 package audit
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -68,8 +68,20 @@ type Options struct {
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 
+	// OnRepair hears of each Repair made after Open (Open returns its own
+	// in Opened.Repaired): another process writing the same log crashed
+	// mid-line. Nil drops them.
+	OnRepair func(Repair)
+	// Anchor, when not nil, is given the chain's head every AnchorEvery
+	// records this Log writes and at Close, for the caller to write
+	// somewhere the log's writer cannot rewrite (the journal); see Anchor.
+	Anchor      func(Anchor)
+	AnchorEvery int // DefaultAnchorEvery when 0
+
 	// syncFile is fsync; tests make it slow or fail.
 	syncFile func(*os.File) error
+	// writeFile writes one line to the log; tests make it stop mid-line.
+	writeFile func(*os.File, []byte) (int, error)
 }
 
 // Retention is how long receipts are kept: at most MaxAge, and only the
@@ -85,10 +97,11 @@ type Opened struct {
 	// Tightened lists files that group or others could read or write,
 	// which Open set to 0600 (A1).
 	Tightened []Tightened
-	// Torn is set when the log ended in a write cut short, probably by a
-	// crash. The log keeps it; the next line starts on a new line and
-	// chains to the last whole record (see Verify).
-	Torn bool
+	// Repaired lists what Open mended at the end of audit.log before
+	// writing on: a write cut short (a crash, a full disk) cut off, a
+	// record's missing newline added, a last line that is no record
+	// noted. Log a warning for each.
+	Repaired []Repair
 	// Pruned counts receipts removed by the retention.
 	Pruned int
 	// BadReceipts counts lines of the receipts file that could not be
@@ -112,6 +125,7 @@ var ErrClosed = errors.New("the audit log is closed")
 // are safe for concurrent use.
 type Log struct {
 	opts Options
+	dir  string // opts.Dir, absolute (Anchor.Dir)
 	path string
 	mask bool
 
@@ -121,10 +135,10 @@ type Log struct {
 	fi     os.FileInfo // f's, when opened: its inode
 	size   int64       // f's size after our last write
 	head   string      // hash of the last record: the next line's prev
-	needNL bool        // f ends in a torn write: the next write starts with "\n"
 	buf    []byte
 	rc     *receipts
 	closed bool
+	anchor anchorState
 
 	// fmu keeps f and rc.f open while the syncer syncs them: rotation and
 	// compaction swap them under mu and fmu.
@@ -170,11 +184,22 @@ func Open(opts Options) (*Log, Opened, error) {
 	if opts.syncFile == nil {
 		opts.syncFile = (*os.File).Sync
 	}
+	if opts.writeFile == nil {
+		opts.writeFile = (*os.File).Write
+	}
+	if opts.AnchorEvery <= 0 {
+		opts.AnchorEvery = DefaultAnchorEvery
+	}
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, op, fmt.Errorf("create the state folder %s: %w; check that its parent is yours and writable", opts.Dir, err)
 	}
+	abs, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, op, fmt.Errorf("audit: the state folder %s: %w", opts.Dir, err)
+	}
 	l := &Log{
 		opts: opts,
+		dir:  abs,
 		path: filepath.Join(opts.Dir, LogName),
 		mask: opts.Content == ContentNone,
 		head: GenesisPrev,
@@ -182,7 +207,6 @@ func Open(opts Options) (*Log, Opened, error) {
 		kick: make(chan struct{}, 1),
 		stop: make(chan struct{}),
 	}
-	var err error
 	if l.lockF, err = openPrivate(filepath.Join(opts.Dir, lockName), os.O_RDWR, &op); err != nil {
 		return nil, op, err
 	}
@@ -225,10 +249,10 @@ func (l *Log) open(op *Opened) error {
 	if l.f, err = openPrivate(l.path, os.O_WRONLY|os.O_APPEND, op); err != nil {
 		return err
 	}
-	if err := l.readHead(); err != nil {
+	if err := l.readHead(func(r Repair) { op.Repaired = append(op.Repaired, r) }); err != nil {
 		return err
 	}
-	op.Torn = l.needNL
+	l.anchor.last = l.head
 	l.rc, err = openReceipts(filepath.Join(l.opts.Dir, ReceiptsName), l.opts.Retention, &l.fmu, op)
 	if err != nil {
 		return err
@@ -283,72 +307,13 @@ func tighten(path string, op *Opened) error {
 	return nil
 }
 
-// readHead finds where the chain goes on: the hash of the last whole
-// record of audit.log or, when it has none, of the newest rotated file
-// that has one; the genesis when there is none. It notes a torn end.
-// Without any record on disk the head stays as it is, so a log removed
-// while the daemon runs goes on from the last line written, and Verify
-// sees that lines are missing.
-func (l *Log) readHead() error {
-	fi, err := l.f.Stat()
-	if err != nil {
-		return fmt.Errorf("stat %s: %w", l.path, err)
-	}
-	l.fi, l.size = fi, fi.Size()
-	data, err := os.ReadFile(l.path)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", l.path, err)
-	}
-	if int64(len(data)) > l.size {
-		data = data[:l.size] // another process appended after the Stat; read it next time
-	}
-	l.needNL = len(data) > 0 && data[len(data)-1] != '\n'
-	if h, ok := lastRecord(data); ok {
-		l.head = h
-		return nil
-	}
-	paths, err := Files(l.opts.Dir)
-	if err != nil {
-		return err
-	}
-	for i := len(paths) - 1; i >= 0; i-- {
-		if paths[i] == l.path {
-			continue
-		}
-		data, err := os.ReadFile(paths[i])
-		if err != nil {
-			return fmt.Errorf("read %s: %w", paths[i], err)
-		}
-		if h, ok := lastRecord(data); ok {
-			l.head = h
-			return nil
-		}
-	}
-	return nil
-}
-
-// lastRecord is the hash of the last line of data that is a record; a
-// torn last line (one without a newline that is no record) is skipped,
-// as Verify skips it.
-func lastRecord(data []byte) (string, bool) {
-	for len(data) > 0 {
-		data = bytes.TrimSuffix(data, []byte{'\n'})
-		i := bytes.LastIndexByte(data, '\n')
-		line := data[i+1:]
-		if _, err := ParseLine(line); err == nil {
-			return hashLine(line), true
-		}
-		data = data[:i+1]
-	}
-	return "", false
-}
-
 // Record appends the line of one write from a device and, for the five
 // taps (answer, send, abort, action, starter.start), files its receipt,
 // which it returns (A6). It returns an error the caller should log and
 // otherwise go on: the log blocks nothing (A5). With fsync on, it waits
 // at most SyncWait for the line to reach the disk; a line still waiting
-// then is written, and reaches the disk with the next fsync.
+// then is written, and reaches the disk with the next fsync. A write that
+// fails (a full disk) leaves audit.log as it was.
 func (l *Log) Record(who Who, ev Event) (Receipt, error) {
 	if ev == nil {
 		return Receipt{}, errors.New("audit: Record needs an event")
@@ -356,64 +321,65 @@ func (l *Log) Record(who Who, ev Event) (Receipt, error) {
 	if ev.tap() && ev.result().status == "" {
 		return Receipt{}, fmt.Errorf("audit: the %s event has no result; give audit.OK, audit.Refused(reason) or audit.Failed(reason)", ev.Name())
 	}
-	rc, seq, err := l.append(who, ev)
-	if err != nil {
-		return rc, err
+	rc, _, err := l.record(who, ev, ev.result(), "")
+	return rc, err
+}
+
+// record appends ev's line with the result res (and intent, the pending
+// line it ends, when not ""), files a tap's receipt, hands a due anchor
+// to Options.Anchor and waits for fsync. It returns the line's hash.
+func (l *Log) record(who Who, ev Event, res Result, intent string) (Receipt, string, error) {
+	rc, hash, seq, anc, err := l.append(who, ev, res, intent)
+	if err == nil && !l.opts.NoSync {
+		err = l.waitSync(seq)
 	}
-	if !l.opts.NoSync {
-		if err := l.waitSync(seq); err != nil {
-			return rc, err
-		}
+	if anc != nil { // after the line is on disk, or SyncWait passed
+		l.opts.Anchor(*anc)
+	}
+	if err != nil {
+		return rc, hash, err
 	}
 	l.smu.Lock()
 	err, l.bgErr = l.bgErr, nil
 	l.smu.Unlock()
 	if err != nil {
-		return rc, fmt.Errorf("audit: the line is written; pruning receipts failed earlier: %w", err)
+		return rc, hash, fmt.Errorf("audit: the line is written; pruning receipts failed earlier: %w", err)
 	}
-	return rc, nil
+	return rc, hash, nil
 }
 
-func (l *Log) append(who Who, ev Event) (Receipt, uint64, error) {
+func (l *Log) append(who Who, ev Event, res Result, intent string) (Receipt, string, uint64, *Anchor, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return Receipt{}, 0, ErrClosed
+		return Receipt{}, "", 0, nil, ErrClosed
 	}
 	now := l.opts.Now() // under the lock: the lines' times follow their order
 	unlock, err := flock(l.lockF, true)
 	if err != nil {
-		return Receipt{}, 0, fmt.Errorf("audit: the %s line was not recorded: lock %s: %w", ev.Name(), lockName, err)
+		return Receipt{}, "", 0, nil, fmt.Errorf("audit: the %s line was not recorded: lock %s: %w", ev.Name(), lockName, err)
 	}
 	defer unlock()
 	if err := l.catchUp(); err != nil {
-		return Receipt{}, 0, err
+		return Receipt{}, "", 0, nil, fmt.Errorf("audit: the %s line was not recorded: %w", ev.Name(), err)
 	}
-	line := encodeLine(l.buf[:0], now, who, ev, l.mask, l.head)
+	line := encodeLineAs(l.buf[:0], now, who, ev, res, intent, l.mask, l.head)
 	if l.size > 0 && l.size+int64(len(line))+1 > l.opts.MaxBytes {
 		if err := l.rotate(now); err != nil {
-			return Receipt{}, 0, err
+			return Receipt{}, "", 0, nil, err
 		}
 	}
-	out := line
-	if l.needNL {
-		out = append([]byte{'\n'}, line...)
+	out := append(line, '\n')
+	l.buf = out[:0]
+	if err := l.writeLine(out); err != nil {
+		return Receipt{}, "", 0, nil, fmt.Errorf("audit: the %s line was not recorded: %w", ev.Name(), err)
 	}
-	out = append(out, '\n')
-	n, err := l.f.Write(out) // one write(2) for a whole line, O_APPEND
-	l.size += int64(n)
-	if n > 0 {
-		l.needNL = out[n-1] != '\n'
-	}
-	if err != nil {
-		return Receipt{}, 0, fmt.Errorf("audit: the %s line was not recorded: write %s: %w; check that the disk has room and the file is yours", ev.Name(), l.path, err)
-	}
-	l.buf = line[:0]
 	hash := hashLine(line)
 	l.head = hash
 	seq := l.written.Add(1)
-	if !ev.tap() {
-		return Receipt{}, seq, nil
+	anc := l.anchorDue(now)
+	if !ev.tap() || res.status == StatusPending {
+		return Receipt{}, hash, seq, anc, nil
 	}
 	rc := Receipt{
 		ID:        hash,
@@ -422,15 +388,45 @@ func (l *Log) append(who Who, ev Event) (Receipt, uint64, error) {
 		Session:   cut(who.Session, idBytes),
 		Event:     ev.Name(),
 		RequestID: cut(ev.requestID(), idBytes),
-		Result:    ev.result().status,
+		Result:    res.status,
 	}
 	if err := l.rc.catchUp(); err != nil {
-		return rc, seq, fmt.Errorf("audit: the line is written, but its receipt is not: %w", err)
+		return rc, hash, seq, anc, fmt.Errorf("audit: the line is written, but its receipt is not: %w", err)
 	}
 	if err := l.rc.add(rc, now); err != nil {
-		return rc, seq, fmt.Errorf("audit: the line is written, but its receipt is not: %w", err)
+		return rc, hash, seq, anc, fmt.Errorf("audit: the line is written, but its receipt is not: %w", err)
 	}
-	return rc, seq, nil
+	return rc, hash, seq, anc, nil
+}
+
+// writeLine appends out, a whole line with its newline, in one write(2)
+// (O_APPEND). A write cut short (a full disk) is cut back off, so the
+// file is as it was and no later line follows a fragment; when even that
+// fails, the file's size no longer matches l.size, and the next append
+// mends the end first (readHead) or writes nothing. Caller holds mu and
+// the flock.
+func (l *Log) writeLine(out []byte) error {
+	n, err := l.opts.writeFile(l.f, out)
+	if err == nil && n == len(out) {
+		l.size += int64(n)
+		return nil
+	}
+	if err == nil {
+		err = io.ErrShortWrite
+	}
+	if n > 0 {
+		if terr := l.f.Truncate(l.size); terr != nil {
+			return fmt.Errorf("write %s: %w; and the %d bytes written could not be cut off again (%v): the next line first mends the end", l.path, err, n, terr)
+		}
+	}
+	return fmt.Errorf("write %s: %w; nothing of the line was kept; check that the disk has room and the file is yours", l.path, err)
+}
+
+// onRepair passes r to Options.OnRepair, if set.
+func (l *Log) onRepair(r Repair) {
+	if l.opts.OnRepair != nil {
+		l.opts.OnRepair(r)
+	}
 }
 
 // catchUp notices, under the flock, what another process did since our
@@ -449,10 +445,9 @@ func (l *Log) catchUp() error {
 			return fmt.Errorf("audit: %w", err)
 		}
 		l.swap(f)
-		l.needNL = false
-		return l.readHead()
+		return l.readHead(l.onRepair)
 	case pi.Size() != l.size:
-		return l.readHead()
+		return l.readHead(l.onRepair)
 	}
 	return nil
 }
@@ -471,12 +466,6 @@ func (l *Log) swap(f *os.File) {
 // whose first line will chain to the old one's last record; it removes
 // rotated files past KeepRotated. Caller holds mu and the flock.
 func (l *Log) rotate(now time.Time) error {
-	if l.needNL {
-		if _, err := l.f.Write([]byte{'\n'}); err != nil {
-			return fmt.Errorf("audit: write %s: %w", l.path, err)
-		}
-		l.needNL = false
-	}
 	if !l.opts.NoSync {
 		if err := l.f.Sync(); err != nil {
 			return fmt.Errorf("audit: sync %s before rotating it: %w", l.path, err)
@@ -538,94 +527,6 @@ func (l *Log) Head() string {
 	return l.head
 }
 
-// waitSync waits until line seq is on disk, or SyncWait passes.
-func (l *Log) waitSync(seq uint64) error {
-	select {
-	case l.kick <- struct{}{}:
-	default: // a round is asked for already; it starts after this line was written
-	}
-	timer := time.NewTimer(l.opts.SyncWait)
-	defer timer.Stop()
-	for {
-		l.smu.Lock()
-		if l.synced >= seq {
-			var err error
-			if seq > l.errFrom && seq <= l.errTo {
-				err = fmt.Errorf("audit: the line is written, but fsync failed: %w; check the disk (dmesg shows its errors)", l.syncErr)
-			}
-			l.smu.Unlock()
-			return err
-		}
-		done := l.done
-		l.smu.Unlock()
-		select {
-		case <-done:
-		case <-timer.C:
-			return nil // written; the next round puts it on disk
-		}
-	}
-}
-
-// syncer runs fsync rounds: each covers every line written before it
-// starts, so concurrent Records share one fsync (group commit).
-func (l *Log) syncer() {
-	defer l.wg.Done()
-	for {
-		select {
-		case <-l.kick:
-		case <-l.stop:
-			l.syncRound()
-			return
-		}
-		l.syncRound()
-	}
-}
-
-func (l *Log) syncRound() {
-	target := l.written.Load()
-	l.fmu.RLock()
-	err := l.opts.syncFile(l.f) // not the receipts: Open recovers them from the log
-	l.fmu.RUnlock()
-	l.smu.Lock()
-	if err != nil {
-		l.errFrom, l.errTo, l.syncErr = l.synced, target, err
-	}
-	l.synced = max(l.synced, target)
-	close(l.done)
-	l.done = make(chan struct{})
-	l.smu.Unlock()
-}
-
-// pruneEvery is how often the pruner looks whether a day has passed
-// since the receipts were last pruned.
-const pruneEvery = time.Hour
-
-// pruner prunes receipts once a day, by the Log's clock.
-func (l *Log) pruner() {
-	defer l.wg.Done()
-	t := time.NewTicker(pruneEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			l.pruneTick()
-		case <-l.stop:
-			return
-		}
-	}
-}
-
-// pruneTick prunes the receipts when a day has passed since they were
-// last pruned; an error waits for the next Record.
-func (l *Log) pruneTick() {
-	err := l.locked(func() error { return l.rc.maybePrune(l.opts.Now()) })
-	if err != nil && !errors.Is(err, ErrClosed) {
-		l.smu.Lock()
-		l.bgErr = err
-		l.smu.Unlock()
-	}
-}
-
 // Close writes what is pending to the disk and closes the files.
 func (l *Log) Close() error {
 	l.mu.Lock()
@@ -634,7 +535,11 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.closed = true
+	anc := l.takeAnchor()
 	l.mu.Unlock()
+	if anc != nil {
+		l.opts.Anchor(*anc)
+	}
 	close(l.stop)
 	l.wg.Wait()
 	l.smu.Lock()

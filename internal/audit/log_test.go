@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -164,19 +165,27 @@ func TestConcurrent(t *testing.T) {
 	})
 }
 
-// TestTorn checks the recovery from a write cut short by a crash: the
-// log keeps the torn bytes, the next line starts on a new line and
-// chains to the last whole record, and Verify reports the torn write
-// without calling the log tampered.
+// TestTorn checks the recovery from a write cut short by a crash: Open
+// cuts the torn bytes off (or adds a whole record's missing newline, or
+// ends a line of junk and keeps it), says so in Opened.Repaired, and the
+// next line chains to the last whole record, so the log verifies intact
+// with no fragment left in it (issue 9 item 10).
 func TestTorn(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		cutBytes int64
-		torn     int // torn writes Verify reports after recovery
-		records  int
+		cutBytes int64  // cut off the end of the log
+		add      string // then appended
+		torn     int    // torn writes Verify reports before recovery
+		records  int    // after recovery and one more record
+		repair   string // in the one Repair
+		problem  int    // the line Verify names after recovery, 0 for intact
 	}{
-		{"A5_torn_line_skipped", 40, 1, 3}, // line 3 loses its end: records 1, 2 and the new one
-		{"A5_only_newline_lost", 1, 0, 4},  // line 3 is whole but for its newline
+		{"A5_torn_line_cut_off", 40, "", 1, 3, "cut off 206 bytes of a write cut short", 0},
+		{"A5_only_newline_lost", 1, "", 0, 4, "lacked its newline (its write stopped one byte short); added it", 0},
+		{"A5_torn_fragment_cut_off", 0, `{"ti`, 1, 4, `cut off 4 bytes of a write cut short (a crash or a full disk): "{\"ti"`, 0},
+		{"A5_nul_tail_cut_off", 0, "\x00\x00\x00\x00", 1, 4, "cut off 4 bytes", 0},
+		{"A5_junk_tail_kept_as_evidence", 0, "junk", 0, 4, "not an audit record and not a torn write: kept", 4},
+		{"A5_junk_last_line_named", 0, "junk\n", 0, 4, "the last line is not an audit record", 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -190,25 +199,34 @@ func TestTorn(t *testing.T) {
 			if err := os.Truncate(path, fi.Size()-tc.cutBytes); err != nil {
 				t.Fatal(err)
 			}
-			before, _ := Verify(dir)
-			if !before.Intact() || len(before.Torn) != tc.torn {
-				t.Errorf("before recovery: Verify = %+v; want intact with %d torn", before, tc.torn)
+			f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+			f.WriteString(tc.add)
+			f.Close()
+			if before, _ := Verify(dir); len(before.Torn) != tc.torn {
+				t.Errorf("before recovery: Verify = %+v; want %d torn", before, tc.torn)
 			}
 			l, op, err := Open(Options{Dir: dir, NoSync: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer l.Close()
-			if !op.Torn {
-				t.Error("Opened.Torn = false, want true")
+			if len(op.Repaired) != 1 || !strings.Contains(op.Repaired[0].What, tc.repair) {
+				t.Errorf("Opened.Repaired = %v, want one: ...%s...", op.Repaired, tc.repair)
 			}
 			record(t, l, who, answer("r-after"))
 			rep, err := Verify(dir)
-			if err != nil || !rep.Intact() || rep.Records != tc.records || len(rep.Torn) != tc.torn {
-				t.Errorf("after recovery: Verify = %+v, %v; want intact, %d records, %d torn", rep, err, tc.records, tc.torn)
+			if err != nil || rep.Records != tc.records || len(rep.Torn) != 0 {
+				t.Errorf("after recovery: Verify = %+v, %v; want %d records, none torn", rep, err, tc.records)
 			}
-			if tc.torn > 0 && rep.Torn[0].Line != 3 {
-				t.Errorf("torn write reported at line %d, want 3", rep.Torn[0].Line)
+			switch {
+			case tc.problem == 0 && !rep.Intact():
+				t.Errorf("after recovery: %v; want intact", rep.Problems)
+			case tc.problem != 0 && (len(rep.Problems) != 1 || rep.Problems[0].Line != tc.problem):
+				t.Errorf("after recovery: %v; want only line %d named", rep.Problems, tc.problem)
+			}
+			data, _ := os.ReadFile(path)
+			if bytes.Contains(data, []byte("\x00")) || !bytes.HasSuffix(data, []byte("}\n")) {
+				t.Errorf("the log keeps a fragment:\n%q", data)
 			}
 		})
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -53,21 +52,28 @@ func (r Record) Result() string {
 
 // ParseLine parses one line, without its newline: a JSON object of the
 // fields time, session, device, event and prev, and the event's fields,
-// each a string, an integer, a boolean or a list of strings. It does not
-// check the event's fields against A3: see CheckFields. It reads strings
-// as encoding/json does (invalid UTF-8 and lone surrogates become U+FFFD);
-// FuzzParseLine holds it to that.
+// each a string, an integer, a boolean or a list of strings. It accepts a
+// line only as Collie writes it: keys exactly as written (no other case),
+// each once, no whitespace, time, session, device and event first and prev
+// last, strings escaped exactly as appendString escapes them, numbers and
+// the time in their one canonical form. Anything else is not a record, so
+// a line that was reformatted, had a CR or a space added, or a key in
+// another case, is named by Verify rather than read some other way. It
+// does not check the event's fields against A3: see CheckFields.
+// FuzzParseLine holds it to encoding/json: what it accepts, encoding/json
+// reads the same, and it never calls valid JSON invalid.
 func ParseLine(line []byte) (Record, error) {
 	var r Record
 	if len(line) > MaxLineBytes {
 		return r, fmt.Errorf("it is longer than %d bytes", MaxLineBytes)
 	}
-	if len(line) < 2 || line[0] != '{' || line[len(line)-1] != '}' {
+	if len(line) < 2 || line[0] != '{' {
 		return r, errors.New("it is not a JSON object on one line")
 	}
 	sc := scanner{b: line, i: 1}
 	var have struct{ time, session, device, event, prev bool }
 	seen := make(map[string]bool, 12)
+	n := 0 // keys read
 	sc.space()
 	for first := true; ; first = false {
 		if sc.peek() == '}' && first {
@@ -82,6 +88,10 @@ func ParseLine(line []byte) (Record, error) {
 			return r, fmt.Errorf("it has the field %q twice", key)
 		}
 		seen[key] = true
+		if n < len(headKeys) && key != headKeys[n] || have.prev {
+			sc.noncanon("a field out of Collie's order (time, session, device, event, the event's fields, prev)")
+		}
+		n++
 		sc.space()
 		if sc.peek() != ':' {
 			return r, sc.invalid()
@@ -102,7 +112,7 @@ func ParseLine(line []byte) (Record, error) {
 		switch key {
 		case "time":
 			t, err := time.Parse(timeLayout, s)
-			if err != nil {
+			if err != nil || t.Format(timeLayout) != s {
 				return r, fmt.Errorf("the time %q is not RFC 3339 in UTC to the millisecond", s)
 			}
 			r.Time, have.time = t, true
@@ -127,10 +137,12 @@ func ParseLine(line []byte) (Record, error) {
 			break
 		}
 		if c != ',' {
+			sc.i--
 			return r, sc.invalid()
 		}
 		sc.space()
 	}
+	sc.space()
 	if sc.i != len(line) {
 		return r, errors.New("it has more after its JSON object")
 	}
@@ -142,15 +154,33 @@ func ParseLine(line []byte) (Record, error) {
 			return r, fmt.Errorf("it has no %q field", f.name)
 		}
 	}
+	if sc.loose != "" {
+		return r, fmt.Errorf("it is not written the way Collie writes a line: %s at byte %d", sc.loose, sc.looseAt+1)
+	}
 	r.Hash, r.Raw = hashLine(line), line
 	return r, nil
 }
+
+// headKeys are the keys every line starts with, in this order.
+var headKeys = [...]string{"time", "session", "device", "event"}
 
 // scanner reads the JSON of one line: an object whose values are strings,
 // whole numbers, booleans or lists of strings.
 type scanner struct {
 	b []byte
 	i int
+	// loose is the first thing found that is valid JSON but not what
+	// Collie writes, and looseAt its offset.
+	loose   string
+	looseAt int
+}
+
+// noncanon notes the first thing that is valid JSON but not as Collie
+// writes it.
+func (s *scanner) noncanon(what string) {
+	if s.loose == "" {
+		s.loose, s.looseAt = what, s.i
+	}
 }
 
 func (s *scanner) peek() byte {
@@ -160,15 +190,23 @@ func (s *scanner) peek() byte {
 	return 0
 }
 
+// space skips JSON whitespace, which Collie never writes: it notes it.
 func (s *scanner) space() {
+	if s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\r' || s.b[s.i] == '\n') {
+		s.noncanon("whitespace (a space, tab, CR or LF)")
+	}
 	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\r' || s.b[s.i] == '\n') {
 		s.i++
 	}
 }
 
+// errNotWhole is the error of a line that ends before its JSON does: a
+// write cut short looks like this.
+var errNotWhole = errors.New("it is not whole JSON")
+
 func (s *scanner) invalid() error {
 	if s.i >= len(s.b) {
-		return errors.New("it is not whole JSON")
+		return errNotWhole
 	}
 	return fmt.Errorf("it is not valid JSON (at byte %d)", s.i+1)
 }
@@ -272,32 +310,39 @@ func (s *scanner) number() (any, error) {
 	if !whole || err != nil {
 		return nil, fmt.Errorf("%s is not a whole number", text)
 	}
+	if text != strconv.FormatInt(n, 10) {
+		end := s.i
+		s.i = start
+		s.noncanon("a number not in its plain form")
+		s.i = end
+	}
 	return n, nil
 }
 
-// str reads a JSON string as encoding/json does.
+// str reads a JSON string as encoding/json does (invalid UTF-8 and lone
+// surrogates become U+FFFD), and notes anything appendString would have
+// written otherwise: a raw DEL, invisible, direction or C1 character or
+// invalid UTF-8, and an escape other than the ones it writes (\" \\ \n
+// \r \t, and lower-case \u escapes of exactly the characters it escapes
+// and of U+FFFD).
 func (s *scanner) str() (string, error) {
 	if s.peek() != '"' {
 		return "", s.invalid()
 	}
 	s.i++
 	start := s.i
-	for s.i < len(s.b) { // the common case: no escapes, valid UTF-8
+	for s.i < len(s.b) { // the common case: printable ASCII, no escapes
 		c := s.b[s.i]
 		if c == '"' {
-			if utf8.Valid(s.b[start:s.i]) {
-				s.i++
-				return string(s.b[start : s.i-1]), nil
-			}
-			break
+			s.i++
+			return string(s.b[start : s.i-1]), nil
 		}
-		if c == '\\' || c < 0x20 {
+		if c == '\\' || c < 0x20 || c >= 0x7f {
 			break
 		}
 		s.i++
 	}
-	s.i = start
-	var out []byte
+	out := append([]byte(nil), s.b[start:s.i]...)
 	for s.i < len(s.b) {
 		c := s.b[s.i]
 		switch {
@@ -309,12 +354,11 @@ func (s *scanner) str() (string, error) {
 		case c == '\\':
 			s.i++
 			switch e := s.peek(); e {
-			case '"', '\\', '/':
+			case '"', '\\':
 				out = append(out, e)
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
+			case '/', 'b', 'f':
+				s.noncanon(`an escape Collie does not write (\/, \b or \f)`)
+				out = append(out, map[byte]byte{'/': '/', 'b': '\b', 'f': '\f'}[e])
 			case 'n':
 				out = append(out, '\n')
 			case 'r':
@@ -326,6 +370,7 @@ func (s *scanner) str() (string, error) {
 				if !ok {
 					return "", s.invalid()
 				}
+				at := s.i
 				s.i += 4
 				if utf16.IsSurrogate(r) {
 					if r2, ok := s.hex4(s.i + 3); ok && s.b[s.i+1] == '\\' && s.b[s.i+2] == 'u' {
@@ -338,6 +383,17 @@ func (s *scanner) str() (string, error) {
 					} else {
 						r = utf8.RuneError
 					}
+					if r == utf8.RuneError {
+						s.i = at
+						s.noncanon("a lone surrogate escape")
+						s.i = at + 4
+					}
+				}
+				if !escaped(r) || bytes.ContainsAny(s.b[at+1:s.i+1], "ABCDEF") {
+					i := s.i
+					s.i = at
+					s.noncanon(`a \u escape Collie does not write`)
+					s.i = i
 				}
 				out = utf8.AppendRune(out, r)
 			default:
@@ -345,15 +401,37 @@ func (s *scanner) str() (string, error) {
 			}
 			s.i++
 		case c < utf8.RuneSelf:
+			if c == 0x7f {
+				s.noncanon("a raw DEL character")
+			}
 			out = append(out, c)
 			s.i++
 		default:
 			r, size := utf8.DecodeRune(s.b[s.i:])
+			switch {
+			case r == utf8.RuneError && size == 1:
+				s.noncanon("invalid UTF-8")
+			case hidden(r):
+				s.noncanon(fmt.Sprintf("a raw %U character, which Collie escapes", r))
+			}
 			out = utf8.AppendRune(out, r) // an invalid byte becomes U+FFFD
 			s.i += size
 		}
 	}
 	return "", s.invalid()
+}
+
+// escaped reports whether appendString writes r as a \u escape: C0
+// controls but \n, \r and \t, DEL, the hidden characters, and U+FFFD,
+// which it writes for invalid UTF-8.
+func escaped(r rune) bool {
+	switch {
+	case r < 0x20:
+		return r != '\n' && r != '\r' && r != '\t'
+	case r == 0x7f, r == utf8.RuneError:
+		return true
+	}
+	return hidden(r)
 }
 
 // hex4 reads the four hex digits at b[at:].
@@ -375,143 +453,4 @@ func isHash(s string) bool {
 		}
 	}
 	return true
-}
-
-// kind is the JSON type of a field.
-type kind uint8
-
-const (
-	kString kind = iota
-	kInt
-	kBool
-	kStrings
-)
-
-func (k kind) String() string {
-	return [...]string{"a string", "a number", "true or false", "a list of strings"}[k]
-}
-
-func kindOf(v any) kind {
-	switch v.(type) {
-	case int64:
-		return kInt
-	case bool:
-		return kBool
-	case []string:
-		return kStrings
-	}
-	return kString
-}
-
-type fieldSpec struct {
-	key  string
-	kind kind
-}
-
-// schema is what A3 lets a line of one event keep.
-type schema struct {
-	fields []fieldSpec // every one, in order
-	oneOf  []fieldSpec // exactly one of these (turn or question; optionIds or answer)
-	tap    bool        // result always; otherwise only when not ok
-}
-
-var (
-	fRequestID = fieldSpec{"requestId", kString}
-	turnOrQ    = []fieldSpec{{"turn", kString}, {"question", kString}}
-)
-
-// Schemas of A3, by event name.
-var schemas = map[string]schema{
-	EventAnswer: {
-		fields: []fieldSpec{fRequestID, {"question", kString}, {"revision", kInt}},
-		oneOf:  []fieldSpec{{"optionIds", kStrings}, {"answer", kString}},
-		tap:    true,
-	},
-	EventSend:          {fields: []fieldSpec{fRequestID, {"steer", kBool}, {"preview", kString}}, oneOf: turnOrQ, tap: true},
-	EventAbort:         {fields: []fieldSpec{fRequestID}, oneOf: turnOrQ, tap: true},
-	EventAction:        {fields: []fieldSpec{fRequestID, {"actionId", kString}, {"turn", kString}}, tap: true},
-	EventStarterStart:  {fields: []fieldSpec{{"starterId", kString}, fRequestID}, tap: true},
-	EventDurableReopen: {fields: []fieldSpec{{"conversation", kString}}},
-	EventSpaceRename:   {fields: []fieldSpec{{"space", kString}, {"name", kString}}},
-	EventPaneClose:     {fields: []fieldSpec{{"conversation", kString}}},
-	EventPaneRename:    {fields: []fieldSpec{{"conversation", kString}, {"name", kString}}},
-	EventTabRename:     {fields: []fieldSpec{{"tab", kString}, {"name", kString}}},
-}
-
-// Events lists every event name, in A3's order.
-var Events = []string{EventAnswer, EventSend, EventAbort, EventAction, EventStarterStart,
-	EventDurableReopen, EventSpaceRename, EventPaneClose, EventPaneRename, EventTabRename}
-
-// CheckFields checks that r keeps exactly the fields A3 lists for its
-// event, each of the right type, with a result where A3 gives one and a
-// reason exactly when the result is not ok.
-func CheckFields(r Record) error {
-	sc, ok := schemas[r.Event]
-	if !ok {
-		return fmt.Errorf("the event %q is not one Collie records (%s)", r.Event, strings.Join(Events, ", "))
-	}
-	want := map[string]kind{}
-	for _, f := range sc.fields {
-		want[f.key] = f.kind
-	}
-	var chosen []string
-	for _, f := range sc.oneOf {
-		want[f.key] = f.kind
-	}
-	result, hasReason := "", false
-	for _, f := range r.Fields {
-		switch f.Key {
-		case "result":
-			s, ok := f.Value.(string)
-			if !ok || s != StatusOK && s != StatusRefused && s != StatusFailed {
-				return fmt.Errorf(`its result is %v, not "ok", "refused" or "failed"`, show(f.Value))
-			}
-			result = s
-			continue
-		case "reason":
-			if _, ok := f.Value.(string); !ok {
-				return errors.New(`its field "reason" is not a string`)
-			}
-			hasReason = true
-			continue
-		}
-		k, ok := want[f.Key]
-		if !ok {
-			return fmt.Errorf("%s lines do not keep the field %q: A3 does not list it", r.Event, f.Key)
-		}
-		if got := kindOf(f.Value); got != k {
-			return fmt.Errorf("its field %q is %s, not %s", f.Key, got, k)
-		}
-		for _, o := range sc.oneOf {
-			if o.key == f.Key {
-				chosen = append(chosen, f.Key)
-			}
-		}
-	}
-	for _, f := range sc.fields {
-		if r.Get(f.key) == nil {
-			return fmt.Errorf("%s lines keep the field %q, which this one lacks", r.Event, f.key)
-		}
-	}
-	if len(sc.oneOf) > 0 && len(chosen) != 1 {
-		return fmt.Errorf("%s lines keep exactly one of %q and %q, and this one has %d", r.Event, sc.oneOf[0].key, sc.oneOf[1].key, len(chosen))
-	}
-	switch {
-	case sc.tap && result == "":
-		return fmt.Errorf("%s lines keep a result, which this one lacks", r.Event)
-	case !sc.tap && result == StatusOK:
-		return fmt.Errorf("%s lines carry a result only when it was not ok", r.Event)
-	case result != "" && result != StatusOK && !hasReason:
-		return fmt.Errorf("a %s result has no reason", result)
-	case hasReason && (result == "" || result == StatusOK):
-		return errors.New("it has a reason, but nothing was refused or failed")
-	}
-	return nil
-}
-
-func show(v any) string {
-	if s, ok := v.(string); ok {
-		return strconv.Quote(s)
-	}
-	return fmt.Sprint(v)
 }

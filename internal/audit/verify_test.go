@@ -157,7 +157,7 @@ func TestCheckFields(t *testing.T) {
 		{"A3_refused_without_reason", `"event":"abort","requestId":"r","turn":"c","result":"refused"`, "a refused result has no reason"},
 		{"A3_ok_with_reason", `"event":"abort","requestId":"r","turn":"c","result":"ok","reason":"x"`, "has a reason, but nothing was refused"},
 		{"A3_rename_with_ok_result", `"event":"tab.rename","tab":"t","name":"n","result":"ok"`, "carry a result only when it was not ok"},
-		{"A3_odd_result", `"event":"abort","requestId":"r","turn":"c","result":"maybe"`, `not "ok", "refused" or "failed"`},
+		{"A3_odd_result", `"event":"abort","requestId":"r","turn":"c","result":"maybe"`, `not "ok", "refused", "failed" or "pending"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := ParseLine([]byte(base + tc.fields + prev))
@@ -183,7 +183,7 @@ func TestParseLine(t *testing.T) {
 		{"mixed_list", `{"x":["a",1]}`, "other than strings"},
 		{"trailing", `{"x":1}{"y":2}`, "more after"},
 		{"not_object", `["x"]`, "not a JSON object"},
-		{"cut_short", `{"time":"2026-12-01T10:0`, "not a JSON object"},
+		{"cut_short", `{"time":"2026-12-01T10:0`, "not whole JSON"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseLine([]byte(tc.line))
