@@ -42,6 +42,8 @@ type Options struct {
 	Notify func(state string)
 	// Interval and Active override IdleInterval and ActiveInterval (tests).
 	Interval, Active time.Duration
+	// Fresh overrides the package's Fresh (tests).
+	Fresh time.Duration
 	// Devices is where the device API listens; nil turns it off.
 	Devices *device.ListenConfig
 	// Audit records every write a device asks for (A1); nil: none.
@@ -91,6 +93,9 @@ func New(o Options) *Bridge {
 	}
 	if o.Notify == nil {
 		o.Notify = func(string) {}
+	}
+	if o.Fresh == 0 {
+		o.Fresh = Fresh
 	}
 	return &Bridge{o: o, agents: map[string]*agent{}}
 }
@@ -388,7 +393,7 @@ const checkWait = 5 * time.Second
 // running when the wait ends leaves that agent's status as it was, with
 // its Checked time saying how old it is.
 func (b *Bridge) Check(ctx context.Context) []control.AgentStatus {
-	since := time.Now().Add(-Fresh)
+	since := time.Now().Add(-b.o.Fresh)
 	ctx, cancel := context.WithTimeout(ctx, checkWait)
 	defer cancel()
 	b.mu.Lock()

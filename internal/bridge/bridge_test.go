@@ -43,7 +43,9 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func startAgent(t *testing.T, path, title string) {
+// startAgent serves a real durable agent at path; the func it returns
+// stops it (at once; again at cleanup is harmless).
+func startAgent(t *testing.T, path, title string) (stop func()) {
 	t.Helper()
 	l, _, err := durable.Listen(path)
 	if err != nil {
@@ -57,7 +59,9 @@ func startAgent(t *testing.T, path, title string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { srv.Serve(ctx, l); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	stop = func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return stop
 }
 
 type harness struct {
@@ -69,6 +73,13 @@ type harness struct {
 
 func start(t *testing.T, srcs ...sources.Source) *harness {
 	t.Helper()
+	h, _ := startWith(t, func(*Options) {}, srcs...)
+	return h
+}
+
+// startWith is start with options changed by opt; it returns the bridge too.
+func startWith(t *testing.T, opt func(*Options), srcs ...sources.Source) (*harness, *Bridge) {
+	t.Helper()
 	dir := t.TempDir()
 	h := &harness{
 		paths:  config.Paths{Config: filepath.Join(dir, "config"), State: filepath.Join(dir, "state"), Runtime: filepath.Join(dir, "run")},
@@ -79,13 +90,15 @@ func start(t *testing.T, srcs ...sources.Source) *harness {
 	if err := sources.Save(h.paths.Sources(), sources.File{Version: 1, Sources: srcs}); err != nil {
 		t.Fatal(err)
 	}
-	b := New(Options{
+	o := Options{
 		Paths:    h.paths,
 		UID:      os.Getuid(),
 		Log:      slog.New(slog.NewTextHandler(h.logs, nil)),
 		Interval: 50 * time.Millisecond,
 		Notify:   func(s string) { h.notify <- s },
-	})
+	}
+	opt(&o)
+	b := New(o)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- b.Run(ctx) }()
@@ -96,7 +109,7 @@ func start(t *testing.T, srcs ...sources.Source) *harness {
 		}
 	})
 	h.client = control.NewClient(h.paths.Control())
-	return h
+	return h, b
 }
 
 // waitFor polls the daemon's list until ok holds.

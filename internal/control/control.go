@@ -32,7 +32,7 @@ type AgentStatus struct {
 	Reachable bool      `json:"reachable"`
 	Reason    string    `json:"reason,omitempty"` // why not, exactly (T3, T4)
 	Agent     string    `json:"agent,omitempty"`  // the name the agent gives itself
-	Checked   time.Time `json:"checked,omitzero"` // last poll
+	Checked   time.Time `json:"checked,omitzero"` // when the last poll began
 }
 
 // AgentView is what the bridge holds of one agent, after cleaning.
@@ -60,6 +60,9 @@ type Device struct {
 // Backend is what the daemon offers over the control socket.
 type Backend interface {
 	Agents() []AgentStatus
+	// Check polls the agents now and returns their statuses; one whose
+	// poll did not end in time keeps its last status and its Checked time.
+	Check(ctx context.Context) []AgentStatus
 	View() []AgentView
 	Reload() error
 	Pair() (Pairing, error)
@@ -92,7 +95,13 @@ func Listen(path string, log *slog.Logger) (net.Listener, error) {
 // Serve serves b on l until ctx ends.
 func Serve(ctx context.Context, l net.Listener, b Backend, log *slog.Logger) error {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+agentsPath, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, b.Agents()) })
+	mux.HandleFunc("GET "+agentsPath, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("check") == "now" {
+			writeJSON(w, http.StatusOK, b.Check(r.Context()))
+			return
+		}
+		writeJSON(w, http.StatusOK, b.Agents())
+	})
 	mux.HandleFunc("GET "+showPath, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, b.View()) })
 	mux.HandleFunc("POST "+reloadPath, func(w http.ResponseWriter, _ *http.Request) {
 		if err := b.Reload(); err != nil {
@@ -191,6 +200,13 @@ func NewClient(path string) *Client {
 func (c *Client) Agents(ctx context.Context) ([]AgentStatus, error) {
 	var out []AgentStatus
 	return out, c.do(ctx, http.MethodGet, agentsPath, &out)
+}
+
+// Check asks the daemon to poll every agent now and lists what it found
+// (issue 9: a status shown by collie durable list is not up to 10 s old).
+func (c *Client) Check(ctx context.Context) ([]AgentStatus, error) {
+	var out []AgentStatus
+	return out, c.do(ctx, http.MethodGet, agentsPath+"?check=now", &out)
 }
 
 // View returns what the bridge holds.
