@@ -13,6 +13,7 @@ import (
 	"github.com/collie-linux/collie/internal/audit"
 	"github.com/collie-linux/collie/internal/control"
 	"github.com/collie-linux/collie/internal/device/web"
+	"github.com/collie-linux/collie/internal/jsonstrict"
 	"github.com/collie-linux/collie/internal/upstream"
 	"github.com/collie-linux/collie/internal/wire"
 )

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/atomicfile"
+	"github.com/collie-linux/collie/internal/jsonstrict"
 	"github.com/collie-linux/collie/internal/sanitize"
 )
 
@@ -79,8 +80,12 @@ func OpenStore(path string, now func() time.Time) (*Store, error) {
 		return nil, fmt.Errorf("read the devices file: %w", err)
 	}
 	var f storeFile
-	if err := json.Unmarshal(data, &f); err != nil || f.Version != 1 {
-		return nil, fmt.Errorf("the devices file %s is damaged; pair your devices again after moving it away", path)
+	if err := jsonstrict.Unmarshal(data, &f); err != nil || f.Version != 1 {
+		why := "its version is not 1"
+		if err != nil {
+			why = err.Error()
+		}
+		return nil, fmt.Errorf("the devices file %s is damaged (%s); pair your devices again after moving it away", path, why)
 	}
 	for _, d := range f.Devices {
 		s.devices[d.ID] = d
