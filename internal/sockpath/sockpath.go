@@ -7,18 +7,34 @@
 // path from "/" down with lstat, never following a link, and connects only
 // when every part passes the rules of T3. A failure carries the exact reason
 // text of T3, which the bridge logs and `collie doctor` shows.
+//
+// The path walked is the path connected. A path must first have the one form
+// CheckForm accepts (absolute, clean, no control character, short enough
+// for sun_path): a path such as x/../desk/a.sock is refused, never cleaned,
+// because text cleaning and the kernel's resolution disagree where x is a
+// link. Then Dial walks and connects in one step. On Linux the walk opens
+// each part with openat(O_PATH|O_NOFOLLOW) from the folder held just before,
+// checks it with fstat, and connects to the socket it holds through
+// /proc/self/fd/N, so a part swapped for a link between the walk and
+// connect(2) changes nothing: no name is looked up twice. Elsewhere (macOS)
+// the walk is by name with lstat and Dial connects to the same string.
+//
+// Measured on a 2-core VM (Linux 6.18), a path four folders deep: Check
+// about 45 µs (the lstat walk it replaced took about 20 µs); Dial, the walk
+// and the connection, about 85 µs (Check and a dial by name took about
+// 60 µs). A poll of an agent takes about 0.5 ms all told.
 package sockpath
 
 // Error is what Check returns when the bridge may not connect.
 // Its Error method returns Reason exactly, so callers can show it as is.
 type Error struct {
-	// Path is the socket path that was checked, cleaned when it was absolute.
+	// Path is the socket path that was checked, exactly as it was given.
 	Path string
 	// Reason is the sentence of spec T3 or T4 that says what failed.
 	Reason string
-	// NoSocket is true when nothing is at the path, or a folder on the way is
-	// missing (T4). That means the durable agent is not running: it is not a
-	// privacy error.
+	// NoSocket is true when nothing is at the path, a folder on the way is
+	// missing, or nothing listens on the socket (T4). That means the durable
+	// agent is not running: it is not a privacy error.
 	NoSocket bool
 	// Err is the underlying system error, if any, for errors.Is.
 	Err error

@@ -5,7 +5,8 @@ package sockpath
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
+	"net"
+	"os"
 	"strconv"
 	"strings"
 
@@ -23,60 +24,67 @@ const (
 	sticky     = 0o1000
 )
 
-// Check walks path from "/" down with lstat (never following a link) and
-// reports whether the bridge may connect to the Unix socket at path as user
-// uid (T2, T3). nil means private; any other result is an *Error.
-//
-// Check runs before every connection, so it allocates only to build an error.
-func Check(path string, uid int) error {
-	if path == "" {
-		return &Error{Reason: "no socket path given; give the full path"}
-	}
-	if !filepath.IsAbs(path) {
-		return &Error{Path: path, Reason: "the socket path " + path + " is not absolute; give the full path"}
-	}
-	path = filepath.Clean(path)
-	if path == "/" {
-		return &Error{Path: path, Reason: "the path is not a socket"}
-	}
-	folder := path[:strings.LastIndexByte(path, '/')]
-	if folder == "" {
-		folder = "/"
-	}
+// sunPathLen is the size of sun_path in a Unix socket address on this
+// platform: 108 on Linux, 104 on macOS and the BSDs.
+const sunPathLen = len(unix.RawSockaddrUnix{}.Path)
 
-	// Visit "/", then each prefix of path that ends before a "/", then path
-	// itself. A cleaned absolute path has no empty or trailing component, so
-	// every prefix is a real component of the walk.
-	var st unix.Stat_t
-	for i := 0; i <= len(path); i++ {
-		if i < len(path) && path[i] != '/' {
-			continue
-		}
-		part := path[:i]
-		if i == 0 {
-			part = "/"
-		}
-		if err := lstat(part, &st); err != nil {
-			return statError(path, part, err)
-		}
-		mode := uint32(st.Mode)
-		if mode&typeMask == typeLink {
-			return &Error{Path: path, Reason: "socket-not-private: " + part + " is a symlink"}
-		}
-		var reason string
-		switch part {
-		case path:
-			reason = checkSocket(mode, st.Uid, uid)
-		case folder:
-			reason = checkFolder(part, mode, st.Uid, uid)
-		default:
-			reason = checkAbove(part, mode)
-		}
-		if reason != "" {
-			return &Error{Path: path, Reason: reason}
-		}
+// folderOf returns the socket's folder of a clean absolute path.
+func folderOf(path string) string {
+	if i := strings.LastIndexByte(path, '/'); i > 0 {
+		return path[:i]
+	}
+	return "/"
+}
+
+// judge applies the T3 rule for part, one step of the walk of path, to what
+// lstat or fstat said about it. nil means the part passes.
+func judge(path, folder, part string, st *unix.Stat_t, uid int) *Error {
+	mode := uint32(st.Mode)
+	if mode&typeMask == typeLink {
+		return &Error{Path: path, Reason: "socket-not-private: " + part + " is a symlink"}
+	}
+	var reason string
+	switch part {
+	case path:
+		reason = checkSocket(mode, st.Uid, uid)
+	case folder:
+		reason = checkFolder(part, mode, st.Uid, uid)
+	default:
+		reason = checkAbove(part, mode)
+	}
+	if reason != "" {
+		return &Error{Path: path, Reason: reason}
 	}
 	return nil
+}
+
+// statError turns a failed look at part into the reason T4 asks for.
+func statError(path, part string, err error) *Error {
+	if errors.Is(err, unix.ENOENT) {
+		return &Error{Path: path, Reason: "no socket at " + path, NoSocket: true, Err: err}
+	}
+	return &Error{Path: path, Reason: "cannot check " + part + ": " + err.Error(), Err: err}
+}
+
+// connectError turns a failed connect(2) to the socket at path into a
+// sentence. Nothing there, or nothing listening, is not a privacy error (T4).
+func connectError(path string, err error) *Error {
+	inner := err
+	var op *net.OpError
+	if errors.As(err, &op) {
+		inner = op.Err // without the address dialled, which may be /proc/self/fd/N
+	}
+	var sc *os.SyscallError
+	if errors.As(inner, &sc) {
+		inner = sc.Err
+	}
+	switch {
+	case errors.Is(err, unix.ECONNREFUSED):
+		return &Error{Path: path, Reason: "nothing is listening at " + path + "; start the agent (or its .socket unit)", NoSocket: true, Err: err}
+	case errors.Is(err, unix.ENOENT):
+		return &Error{Path: path, Reason: "no socket at " + path, NoSocket: true, Err: err}
+	}
+	return &Error{Path: path, Reason: "cannot connect to " + path + ": " + inner.Error(), Err: err}
 }
 
 // checkAbove applies the T3 rule for a folder above the socket's folder. Its
@@ -121,23 +129,6 @@ func checkSocket(mode, owner uint32, uid int) string {
 		return "the socket has mode " + octal(mode) + ", not 0600"
 	}
 	return ""
-}
-
-// statError turns a failed lstat of part into the reason T4 asks for.
-func statError(path, part string, err error) *Error {
-	if errors.Is(err, unix.ENOENT) {
-		return &Error{Path: path, Reason: "no socket at " + path, NoSocket: true, Err: err}
-	}
-	return &Error{Path: path, Reason: "cannot check " + part + ": " + err.Error(), Err: err}
-}
-
-func lstat(path string, st *unix.Stat_t) error {
-	for {
-		// lstat can be interrupted on network and FUSE file systems.
-		if err := unix.Lstat(path, st); err != unix.EINTR {
-			return err
-		}
-	}
 }
 
 // sameUID compares without converting uid to uint32, which would make a
