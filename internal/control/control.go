@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/journal"
+	"github.com/collie-linux/collie/internal/jsonstrict"
 	"github.com/collie-linux/collie/internal/peercred"
 	"github.com/collie-linux/collie/internal/privsock"
 	"github.com/collie-linux/collie/internal/sockpath"
@@ -122,8 +122,12 @@ func Serve(ctx context.Context, l net.Listener, b Backend, log *slog.Logger) err
 		var req struct {
 			ID string `json:"id"`
 		}
-		if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&req); err != nil {
-			writeJSON(w, http.StatusBadRequest, apiError{Error: "the request is not valid JSON"})
+		data, err := wire.ReadCapped(r.Body, r.ContentLength, 4096)
+		if err == nil {
+			err = jsonstrict.Unmarshal(data, &req)
+		}
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, apiError{Error: "the request is not the JSON this route takes: " + err.Error()})
 			return
 		}
 		reply(w, struct{}{}, b.Revoke(req.ID))
@@ -148,6 +152,10 @@ func reply(w http.ResponseWriter, v any, err error) {
 	}
 	writeJSON(w, http.StatusOK, v)
 }
+
+// controlReplyCap bounds a reply read from the control socket: the list of
+// agents and devices, far below it.
+const controlReplyCap = 16 << 20
 
 type apiError struct {
 	Error string `json:"error"`
@@ -260,7 +268,9 @@ func (c *Client) doBody(ctx context.Context, method, path string, body []byte, o
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		var e apiError
-		json.NewDecoder(resp.Body).Decode(&e)
+		if data, err := wire.ReadCapped(resp.Body, resp.ContentLength, wire.ReplyCap); err != nil || jsonstrict.Unmarshal(data, &e) != nil {
+			e.Error = ""
+		}
 		if e.Error == "" {
 			e.Error = resp.Status
 		}
@@ -269,7 +279,11 @@ func (c *Client) doBody(ctx context.Context, method, path string, body []byte, o
 	if out == nil {
 		return nil
 	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	data, err := wire.ReadCapped(resp.Body, resp.ContentLength, controlReplyCap)
+	if err == nil {
+		err = jsonstrict.Unmarshal(data, out)
+	}
+	if err != nil {
 		return fmt.Errorf("read the daemon's reply: %w", err)
 	}
 	return nil
