@@ -1,6 +1,8 @@
 // Package atomicfile writes private files whole or not at all: a temporary
 // file in the same folder, synced, renamed over the old one, and the folder
-// synced, so a crash or a failed write never leaves half a file.
+// synced, so a crash or a failed write never leaves half a file. A save
+// killed before its rename leaves its temporary file, which RemoveStale
+// removes the next time the file is loaded.
 package atomicfile
 
 import (
@@ -28,9 +30,16 @@ func WriteWith(path string, data []byte, write func(io.Writer, []byte) error) (e
 		return err
 	}
 	// CreateTemp makes the file 0600; a umask can only take bits away.
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	tmp, err := os.CreateTemp(dir, tempPattern(path))
 	if err != nil {
 		return err
+	}
+	// Held until the file is closed, or the process dies: RemoveStale
+	// leaves a locked temporary file alone.
+	if err := lock(tmp); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("lock %s: %w", tmp.Name(), err)
 	}
 	defer func() {
 		if err != nil {

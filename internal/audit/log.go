@@ -412,14 +412,14 @@ func (l *Log) writeLine(out []byte) error {
 		return nil
 	}
 	if err == nil {
-		err = io.ErrShortWrite
+		err = fmt.Errorf("write %s: %w", l.path, io.ErrShortWrite)
 	}
 	if n > 0 {
 		if terr := l.f.Truncate(l.size); terr != nil {
-			return fmt.Errorf("write %s: %w; and the %d bytes written could not be cut off again (%v): the next line first mends the end", l.path, err, n, terr)
+			return fmt.Errorf("%w; and the %d bytes written could not be cut off again (%v): the next line first mends the end", err, n, terr)
 		}
 	}
-	return fmt.Errorf("write %s: %w; nothing of the line was kept; check that the disk has room and the file is yours", l.path, err)
+	return fmt.Errorf("%w; nothing of the line was kept; check that the disk has room and the file is yours", err)
 }
 
 // onRepair passes r to Options.OnRepair, if set.

@@ -1,8 +1,6 @@
 package audit
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -30,16 +28,9 @@ type Receipt struct {
 // request: there was none, or the retention removed it.
 var ErrNoReceipt = errors.New("no receipt is kept for that request")
 
-// receiptLine is a receipt as a line of receipts.jsonl.
-type receiptLine struct {
-	ID        string `json:"id"`
-	Time      string `json:"time"`
-	Device    string `json:"device"`
-	Session   string `json:"session"`
-	Event     string `json:"event"`
-	RequestID string `json:"requestId"`
-	Result    string `json:"result"`
-}
+// receiptKeys are the keys of a line of receipts.jsonl, in the order
+// encodeReceipt writes them.
+var receiptKeys = [...]string{"id", "time", "device", "session", "event", "requestId", "result"}
 
 func encodeReceipt(b []byte, r Receipt) []byte {
 	e := encoder{b: append(b, '{')}
@@ -56,21 +47,48 @@ func encodeReceipt(b []byte, r Receipt) []byte {
 	return append(e.b, '}', '\n')
 }
 
+// parseReceipt reads a line of receipts.jsonl only as encodeReceipt
+// writes it: exactly its keys, in its order, each a string, with the
+// line scanner's rules (no other case, no whitespace, Collie's escapes).
 func parseReceipt(line []byte) (Receipt, error) {
-	var rl receiptLine
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&rl); err != nil {
-		return Receipt{}, err
+	if len(line) < 2 || line[0] != '{' {
+		return Receipt{}, errors.New("it is not a JSON object on one line")
 	}
-	t, err := time.Parse(timeLayout, rl.Time)
-	if err != nil {
-		return Receipt{}, err
+	sc := scanner{b: line, i: 1}
+	var v [len(receiptKeys)]string
+	for n, want := range receiptKeys {
+		if n > 0 {
+			if sc.peek() != ',' {
+				return Receipt{}, fmt.Errorf("it lacks the field %q", want)
+			}
+			sc.i++
+		}
+		key, err := sc.str()
+		if err != nil {
+			return Receipt{}, err
+		}
+		if key != want || sc.peek() != ':' {
+			return Receipt{}, fmt.Errorf("it has %q where %q belongs", key, want)
+		}
+		sc.i++
+		if v[n], err = sc.str(); err != nil {
+			return Receipt{}, fmt.Errorf("the field %q: %w", want, err)
+		}
 	}
-	if !isHash(rl.ID) {
+	if sc.peek() != '}' || sc.i+1 != len(line) {
+		return Receipt{}, errors.New("it has more than a receipt's fields")
+	}
+	if sc.loose != "" {
+		return Receipt{}, fmt.Errorf("it is not written the way Collie writes a receipt: %s at byte %d", sc.loose, sc.looseAt+1)
+	}
+	t, err := time.Parse(timeLayout, v[1])
+	if err != nil || t.Format(timeLayout) != v[1] {
+		return Receipt{}, fmt.Errorf("the time %q is not RFC 3339 in UTC to the millisecond", v[1])
+	}
+	if !isHash(v[0]) {
 		return Receipt{}, errors.New("the id is not a hex SHA-256")
 	}
-	return Receipt{ID: rl.ID, Time: t, Device: rl.Device, Session: rl.Session, Event: rl.Event, RequestID: rl.RequestID, Result: rl.Result}, nil
+	return Receipt{ID: v[0], Time: t, Device: v[2], Session: v[3], Event: v[4], RequestID: v[5], Result: v[6]}, nil
 }
 
 // receipts is receipts.jsonl: one receipt a line, oldest first, appended
@@ -166,13 +184,18 @@ func (rc *receipts) add(r Receipt, now time.Time) error {
 	}
 	b = encodeReceipt(b, r)
 	n, err := rc.f.Write(b)
-	rc.size += int64(n)
-	if n > 0 {
-		rc.needNL = b[n-1] != '\n'
-	}
 	if err != nil {
+		// Cut a partial line back off, as the log does; when that fails
+		// too, the next load drops it (BadReceipts) and Open recovers the
+		// receipt from the log.
+		if n > 0 && rc.f.Truncate(rc.size) != nil {
+			rc.size += int64(n)
+			rc.needNL = b[n-1] != '\n'
+		}
 		return fmt.Errorf("write %s: %w", rc.path, err)
 	}
+	rc.size += int64(n)
+	rc.needNL = false
 	rc.list = append(rc.list, r)
 	rc.lines++
 	return rc.maybePrune(now)

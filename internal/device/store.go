@@ -72,6 +72,7 @@ func OpenStore(path string, now func() time.Time) (*Store, error) {
 		now = time.Now
 	}
 	s := &Store{path: path, now: now, devices: map[string]*Device{}, byHash: map[string]string{}}
+	atomicfile.RemoveStale(path) // a save killed midway leaves a temp file of credential hashes
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s, nil

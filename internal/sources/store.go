@@ -24,6 +24,7 @@ const maxFileSize = 1 << 20
 // A file Load cannot use is an error that names it and says to fix or remove
 // it. The error never quotes the file: it may hold tokens.
 func Load(path string) (File, error) {
+	atomicfile.RemoveStale(path) // a save killed midway leaves a temp file that may hold a token
 	data, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return File{Version: Version}, nil
