@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,10 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/collie-linux/collie/internal/control"
+	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/sources"
 	"github.com/collie-linux/collie/internal/upstream"
 )
@@ -165,7 +168,9 @@ func cmdList(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	agents, err := control.NewClient(paths.Control()).Agents(ctx)
+	// Ask the daemon to check each agent now, rather than show what its
+	// last poll, up to 10 s ago, found (issue 9).
+	agents, err := control.NewClient(paths.Control()).Check(ctx)
 	if errors.Is(err, control.ErrNotRunning) {
 		fmt.Fprintln(e.stderr, "note: the daemon is not running; each agent was checked just now")
 		agents, err = probeAll(ctx, paths.Sources())
@@ -180,8 +185,17 @@ func cmdList(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(e.stdout, "no durable agents attached; attach one with: collie durable attach NAME --socket PATH")
 		return nil
 	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tTRANSPORT\tTARGET\tSTATUS")
+	return writeList(e.stdout, agents, time.Now())
+}
+
+// writeList writes the table of collie durable list. CHECKED says how old
+// each status is. Every cell is cleaned for the terminal (X1): the reason
+// and the agent's name come from the agent, and a tab or newline in a
+// cell would forge a column or a row.
+func writeList(w io.Writer, agents []control.AgentStatus, now time.Time) error {
+	out := sanitize.NewTerminalWriter(w)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tTRANSPORT\tTARGET\tCHECKED\tSTATUS")
 	for _, a := range agents {
 		if a.TokenSet {
 			a.Target += " (token set)"
@@ -190,9 +204,32 @@ func cmdList(ctx context.Context, e *env, args []string) error {
 		if !a.Reachable {
 			status = "unreachable: " + a.Reason
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Name, a.Transport, a.Target, status)
+		cells := []string{a.Name, a.Transport, a.Target, age(now, a.Checked), status}
+		for i, c := range cells {
+			cells[i] = sanitize.TerminalLine(c)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return out.Flush()
+}
+
+// age says how long ago t was, for the CHECKED column.
+func age(now, t time.Time) string {
+	switch d := now.Sub(t); {
+	case t.IsZero():
+		return "never"
+	case d < time.Second:
+		return "just now"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d/time.Minute))
+	default:
+		return t.Local().Format(time.DateTime)
+	}
 }
 
 // probeAll checks every attached agent now, as the daemon would.
@@ -237,8 +274,16 @@ func reasonOf(err error) string {
 	return err.Error()
 }
 
+// writeJSON writes v as indented JSON, with every character a terminal
+// must not see written as a \u escape (X1): it means the same to a JSON
+// reader, and nothing to a terminal.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(sanitize.TerminalJSON(buf.Bytes()))
+	return err
 }

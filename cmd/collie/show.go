@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/collie-linux/collie/internal/control"
+	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -31,21 +32,27 @@ func cmdShow(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(e.stdout, "no durable agents attached; attach one with: collie durable attach NAME --socket PATH")
 		return nil
 	}
+	out := sanitize.NewTerminalWriter(e.stdout)
 	for _, a := range view {
-		printAgent(e.stdout, a)
+		printAgent(out, a)
 	}
-	return nil
+	return out.Flush()
 }
 
+// line cleans a single-line string for the terminal.
+func line(s string) string { return sanitize.TerminalLine(s) }
+
 // printAgent writes one agent's view as text. Every string in it was
-// cleaned on arrival (X1): no control or invisible character reaches the
-// terminal.
+// cleaned on arrival (X1); it is cleaned again here, single-line fields
+// as one line (so a newline cannot forge a row), and cmdShow writes
+// through a terminal-safe writer besides: no control or invisible
+// character reaches the terminal.
 func printAgent(w io.Writer, a control.AgentView) {
 	if !a.Reachable {
-		fmt.Fprintf(w, "%s: unreachable: %s\n", a.Name, a.Reason)
+		fmt.Fprintf(w, "%s: unreachable: %s\n", line(a.Name), line(a.Reason))
 		return
 	}
-	fmt.Fprintf(w, "%s: reachable (%s)\n", a.Name, a.Agent)
+	fmt.Fprintf(w, "%s: reachable (%s)\n", line(a.Name), line(a.Agent))
 	if a.Snapshot == nil {
 		return
 	}
@@ -56,12 +63,12 @@ func printAgent(w io.Writer, a control.AgentView) {
 				if c.Closed {
 					closed = " (closed)"
 				}
-				fmt.Fprintf(w, "  %s / %s / %s%s\n", sp.Title, tab.Title, c.Title, closed)
+				fmt.Fprintf(w, "  %s / %s / %s%s\n", line(sp.Title), line(tab.Title), line(c.Title), closed)
 				for _, it := range c.Items {
 					fmt.Fprintf(w, "    %s\n", itemLine(it))
 				}
 				for _, q := range c.Questions {
-					fmt.Fprintf(w, "    ? %s  [%s, revision %d, id %s]\n", q.Title, q.Kind, q.Revision, q.ID)
+					fmt.Fprintf(w, "    ? %s  [%s, revision %d, id %s]\n", line(q.Title), line(q.Kind), q.Revision, line(q.ID))
 					if q.Shortened {
 						fmt.Fprintln(w, "      (text shortened)")
 					}
@@ -69,35 +76,39 @@ func printAgent(w io.Writer, a control.AgentView) {
 						fmt.Fprintf(w, "      %s\n", indent(q.Rationale, "      "))
 					}
 					for _, o := range q.Options {
-						fmt.Fprintf(w, "      - %s\n", o.Label)
+						fmt.Fprintf(w, "      - %s\n", line(o.Label))
 					}
 					for _, f := range q.Fields {
-						fmt.Fprintf(w, "      [%s]\n", f.Label)
+						fmt.Fprintf(w, "      [%s]\n", line(f.Label))
 					}
 				}
 			}
 		}
 	}
 	for _, b := range a.Snapshot.Belt {
-		fmt.Fprintf(w, "  belt: [%s]\n", b.Label)
+		fmt.Fprintf(w, "  belt: [%s]\n", line(b.Label))
 	}
 	for _, s := range a.Snapshot.Starters {
-		fmt.Fprintf(w, "  starter: %s\n", s.Label)
+		fmt.Fprintf(w, "  starter: %s\n", line(s.Label))
 	}
 }
 
 func itemLine(it wire.Item) string {
 	switch it.Kind {
 	case wire.KindLink:
-		return fmt.Sprintf("[link] %s <%s>", it.Text, it.URL)
+		return fmt.Sprintf("[link] %s <%s>", line(it.Text), line(it.URL))
 	case wire.KindToolCall:
-		return fmt.Sprintf("[tool %s %s] %s", it.Tool.Name, it.Tool.Status, indent(it.Tool.Summary, "    "))
+		return fmt.Sprintf("[tool %s %s] %s", line(it.Tool.Name), line(it.Tool.Status), indent(it.Tool.Summary, "    "))
 	case wire.KindText:
 		if it.Role != "" {
-			return it.Role + ": " + indent(it.Text, "    ")
+			return line(it.Role) + ": " + indent(it.Text, "    ")
 		}
 	}
-	return fmt.Sprintf("[%s] %s", it.Kind, indent(it.Text, "    "))
+	return fmt.Sprintf("[%s] %s", line(it.Kind), indent(it.Text, "    "))
 }
 
-func indent(s, pad string) string { return strings.ReplaceAll(s, "\n", "\n"+pad) }
+// indent cleans a multi-line string for the terminal and indents each of
+// its lines after the first by pad.
+func indent(s, pad string) string {
+	return strings.ReplaceAll(sanitize.Terminal(s), "\n", "\n"+pad)
+}

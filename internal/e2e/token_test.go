@@ -79,7 +79,7 @@ func TestTokenNeverPrinted(t *testing.T) {
 	}
 	waitFor(t, 20*time.Second, "remote reachable and refusing refused", func() bool {
 		out := collie(true, "durable", "list")
-		return strings.Contains(out, "(token set)  reachable") && strings.Contains(out, "unreachable: the agent refused the token")
+		return strings.Contains(out, "(token set)  just now  reachable") && strings.Contains(out, "unreachable: the agent refused the token")
 	})
 	for _, args := range [][]string{
 		{"durable", "list", "--json"}, {"show"}, {"show", "--json"}, {"version"}, {"help"},
