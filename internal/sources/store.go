@@ -9,11 +9,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"reflect"
 	"runtime"
 	"strings"
 
 	"github.com/collie-linux/collie/internal/atomicfile"
+	"github.com/collie-linux/collie/internal/jsonstrict"
 )
 
 // maxFileSize caps what Load reads: far more than any list of agents needs.
@@ -37,7 +37,7 @@ func Load(path string) (File, error) {
 	var head struct {
 		Version int `json:"version"`
 	}
-	if json.Unmarshal(data, &head) == nil && head.Version > Version {
+	if jsonstrict.Unmarshal(data, &head, jsonstrict.Open) == nil && head.Version > Version {
 		return File{}, fmt.Errorf("load sources: %s has version %d, newer than this Collie reads (%d); upgrade Collie, or fix or remove %s", path, head.Version, Version, path)
 	}
 	f, problem := decode(data)
@@ -78,54 +78,66 @@ func readFile(path string) ([]byte, error) {
 	return data, nil
 }
 
-// decode parses data as a closed schema. What goes wrong comes back as a
-// phrase without any of the file's content: the encoding/json errors quote
-// it ("invalid character 'x'", unknown field names), so they stay inside.
+// decode parses data as a closed schema (jsonstrict: names in their exact
+// case, none twice, none unknown, nothing after the value, valid UTF-8).
+// What goes wrong comes back as a phrase without any of the file's
+// content, only where: the file holds tokens.
 func decode(data []byte) (f File, problem string) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(&f)
+	err := jsonstrict.Unmarshal(data, &f)
 	if err == nil {
-		if _, err := dec.Token(); err != io.EOF {
-			return File{}, "has something after its JSON value"
-		}
 		return f, ""
 	}
-	var (
-		syntax *json.SyntaxError
-		typ    *json.UnmarshalTypeError
-	)
-	switch {
-	case errors.As(err, &syntax):
-		line, col := position(data, syntax.Offset)
-		return File{}, fmt.Sprintf("is not valid JSON (line %d, column %d)", line, col)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return File{}, "is empty or cut short"
-	case errors.As(err, &typ):
-		// Value is the JSON kind that was found ("number"), never the value.
-		where := "at the top"
-		if typ.Field != "" {
-			where = "at " + typ.Field
-		}
-		return File{}, fmt.Sprintf("has a JSON %s %s, where it needs %s", typ.Value, where, kindName(typ.Type))
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return File{}, `has a field Collie does not know (it knows "version" and "sources", and "name", "socket", "url" and "token" in each source)`
+	var e *jsonstrict.Error
+	if !errors.As(err, &e) {
+		return File{}, "is not a sources file"
 	}
-	return File{}, "is not a sources file"
+	line, col := position(data, e.Offset)
+	at := fmt.Sprintf("(line %d, column %d)", line, col)
+	switch e.Kind {
+	case jsonstrict.Empty, jsonstrict.Truncated:
+		return File{}, "is empty or cut short"
+	case jsonstrict.Trailing:
+		return File{}, "has something after its JSON value"
+	case jsonstrict.UnknownMember:
+		return File{}, `has a field Collie does not know ` + at + ` (it knows "version" and "sources", and "name", "socket", "url", "token" and "caFile" in each source, written in exactly that case)`
+	case jsonstrict.DuplicateName:
+		if knownField(e.Name()) {
+			return File{}, fmt.Sprintf("has %q twice in one object %s", e.Name(), at)
+		}
+		return File{}, "has a field twice in one object " + at
+	case jsonstrict.InvalidUTF8:
+		return File{}, "has text that is not valid UTF-8 " + at
+	case jsonstrict.WrongType:
+		return File{}, fmt.Sprintf("has a JSON %s at %s, where it needs %s", strings.TrimPrefix(strings.TrimPrefix(e.Got, "a "), "an "), fieldPath(e.Pointer), strings.Replace(e.Want, "an array", "a list", 1))
+	}
+	return File{}, "is not valid JSON " + at
 }
 
-func kindName(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Struct:
-		return "an object"
-	case reflect.Slice:
-		return "a list"
-	case reflect.Int:
-		return "a number"
-	case reflect.String:
-		return "a string"
+// fieldPath names the field a JSON pointer leads to as "sources.token",
+// or "the top". The pointer names only fields Collie knows and list
+// indexes (an unknown field is refused before its value is looked at), and
+// it keeps only the known names.
+func fieldPath(ptr string) string {
+	var names []string
+	for _, tok := range strings.Split(ptr, "/") {
+		if knownField(tok) {
+			names = append(names, tok)
+		}
 	}
-	return "another kind of value"
+	if len(names) == 0 {
+		return "the top"
+	}
+	return strings.Join(names, ".")
+}
+
+// knownField reports whether name is a member of the sources file, the only
+// names an error may quote.
+func knownField(name string) bool {
+	switch name {
+	case "version", "sources", "name", "socket", "url", "token", "caFile":
+		return true
+	}
+	return false
 }
 
 // position turns a byte offset into a 1-based line and column.
