@@ -1,10 +1,13 @@
 package doctor
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/collie-linux/collie/internal/sanitize"
 )
 
 // glyphs mark each status; the status word follows, so the output reads
@@ -17,6 +20,11 @@ var glyphs = map[Status]string{OK: "✓", Warn: "!", Fail: "✗", Skip: "-"}
 //	✓ ok    binary               collie 0.1.0 at /usr/bin/collie; …
 //	✗ fail  durable-socket demo  socket-not-private: /run/user/1000/desk/demo.sock is a symlink
 //	                             fix: rm /run/user/1000/desk/demo.sock && systemctl --user restart collie-agent@demo.socket
+//
+// A row's message can carry what an agent or another program said (a
+// reason from the agent, the agent's own config check), so every field is
+// cleaned for the terminal as one line (X1): no control, direction or
+// invisible character, and no newline that would forge a row.
 func WriteText(w io.Writer, rows []Row) error {
 	width := 0
 	for _, r := range rows {
@@ -25,9 +33,9 @@ func WriteText(w io.Writer, rows []Row) error {
 	var b strings.Builder
 	indent := strings.Repeat(" ", 2+6+width+2)
 	for _, r := range rows {
-		fmt.Fprintf(&b, "%s %-4s  %-*s  %s\n", glyphs[r.Status], r.Status, width, label(r), r.Message)
+		fmt.Fprintf(&b, "%s %-4s  %-*s  %s\n", glyphs[r.Status], r.Status, width, label(r), sanitize.TerminalLine(r.Message))
 		if r.Fix != "" {
-			fmt.Fprintf(&b, "%sfix: %s\n", indent, r.Fix)
+			fmt.Fprintf(&b, "%sfix: %s\n", indent, sanitize.TerminalLine(r.Fix))
 		}
 	}
 	b.WriteString("\n" + Summary(rows) + "\n")
@@ -37,9 +45,9 @@ func WriteText(w io.Writer, rows []Row) error {
 
 func label(r Row) string {
 	if r.Subject == "" {
-		return r.Check
+		return sanitize.TerminalLine(r.Check)
 	}
-	return r.Check + " " + r.Subject
+	return sanitize.TerminalLine(r.Check + " " + r.Subject)
 }
 
 // Summary counts the rows by status: "1 failed, 2 warnings, 8 ok, 1 skipped".
@@ -74,13 +82,19 @@ type Report struct {
 	Rows []Row `json:"rows"`
 }
 
-// WriteJSON writes the rows as a Report.
+// WriteJSON writes the rows as a Report, with every character a terminal
+// must not see written as a \u escape (X1).
 func WriteJSON(w io.Writer, rows []Row) error {
 	if rows == nil {
 		rows = []Row{}
 	}
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(Report{OK: Failed(rows) == 0, Rows: rows})
+	if err := enc.Encode(Report{OK: Failed(rows) == 0, Rows: rows}); err != nil {
+		return err
+	}
+	_, err := w.Write(sanitize.TerminalJSON(buf.Bytes()))
+	return err
 }
