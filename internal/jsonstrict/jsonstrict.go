@@ -68,6 +68,10 @@ type Error struct {
 	Pointer string
 	// Offset is the byte offset in the input where the error was found.
 	Offset int64
+	// Want and Got name, for WrongType, the kind of value the field needs
+	// ("a string", "an array", "a whole number") and the JSON kind found
+	// ("a number"); never the value itself.
+	Want, Got string
 	// detail is a cleaned phrase for Syntax and WrongType.
 	detail string
 }
@@ -85,9 +89,9 @@ func (e *Error) Error() string {
 	case Trailing:
 		return fmt.Sprintf("there is data after the JSON value, at byte %d", e.Offset)
 	case UnknownMember:
-		return fmt.Sprintf("unknown member %s in %s (names are case-sensitive)", Quote(e.Name()), where(parent(e.Pointer)))
+		return fmt.Sprintf("unknown field %s in %s (names are case-sensitive)", Quote(e.Name()), where(parent(e.Pointer)))
 	case DuplicateName:
-		return fmt.Sprintf("member %s appears twice in %s", Quote(e.Name()), where(parent(e.Pointer)))
+		return fmt.Sprintf("field %s appears twice in %s", Quote(e.Name()), where(parent(e.Pointer)))
 	case InvalidUTF8:
 		return fmt.Sprintf("%s is not valid UTF-8", what(e.Pointer))
 	case WrongType:
@@ -188,13 +192,22 @@ func diagnose(data []byte, t reflect.Type, o Option, err error) error {
 			e.Kind = Empty
 		case errors.Is(syn.Err, io.ErrUnexpectedEOF):
 			e.Kind = Truncated
-		case o&ReplaceInvalidUTF8 == 0 && brokenUTF8(data, t, o, syn.ByteOffset):
+		case o&ReplaceInvalidUTF8 == 0 && brokenUTF8(data, o, syn.ByteOffset):
 			e.Kind = InvalidUTF8
 		case oneValue(data):
 			e.Kind = Trailing
 		}
 		return e
 	case errors.As(err, &sem):
+		// A syntax error further on is the better report: a broken file
+		// is broken before it has wrong values.
+		if _, serr := syntaxError(data, o); serr != nil {
+			var e *Error
+			if errors.As(serr, &e) {
+				return e
+			}
+			return diagnose(data, t, o, serr)
+		}
 		e := &Error{Kind: WrongType, Pointer: string(sem.JSONPointer), Offset: sem.ByteOffset}
 		switch {
 		case errors.Is(sem.Err, json.ErrUnknownName):
@@ -202,7 +215,7 @@ func diagnose(data []byte, t reflect.Type, o Option, err error) error {
 		case errors.Is(sem.Err, io.ErrUnexpectedEOF):
 			e.Kind = Truncated
 		default:
-			e.detail = typeDetail(sem)
+			e.detail, e.Want, e.Got = typeDetail(sem)
 		}
 		return e
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
@@ -215,19 +228,35 @@ func diagnose(data []byte, t reflect.Type, o Option, err error) error {
 	return fmt.Errorf("jsonstrict: %w", err)
 }
 
-// brokenUTF8 reports whether a syntax error at offset is invalid UTF-8: the
-// same decode with invalid UTF-8 allowed gets past it. That is the only
+// brokenUTF8 reports whether a syntax error at offset is invalid UTF-8: a
+// syntax check with invalid UTF-8 allowed gets past it. That is the only
 // difference between the two, so no error text is parsed.
-func brokenUTF8(data []byte, t reflect.Type, o Option, offset int64) bool {
-	if t == nil || t.Kind() != reflect.Pointer {
-		return false
+func brokenUTF8(data []byte, o Option, offset int64) bool {
+	at, err := syntaxError(data, o|ReplaceInvalidUTF8)
+	return err == nil || at > offset
+}
+
+// syntaxError returns the first syntactic error in data (a duplicate name,
+// invalid UTF-8 and data after the value included) and its offset, or nil.
+// The error is a *jsontext.SyntacticError, or an *Error of kind Trailing.
+func syntaxError(data []byte, o Option) (int64, error) {
+	d := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowInvalidUTF8(o&ReplaceInvalidUTF8 != 0))
+	_, err := d.ReadValue()
+	if err == nil {
+		end := d.InputOffset()
+		switch _, err = d.ReadToken(); {
+		case err == io.EOF:
+			return 0, nil
+		case err == nil:
+			at := end + int64(len(data[end:])-len(bytes.TrimLeft(data[end:], " \t\r\n")))
+			return at, &Error{Kind: Trailing, Offset: at}
+		}
 	}
-	err := json.Unmarshal(data, reflect.New(t.Elem()).Interface(), jsonOptions(o|ReplaceInvalidUTF8))
 	var syn *jsontext.SyntacticError
 	if errors.As(err, &syn) {
-		return syn.ByteOffset > offset
+		return syn.ByteOffset, err
 	}
-	return true
+	return int64(len(data)), err
 }
 
 // oneValue reports whether data starts with one whole JSON value (so what
@@ -240,12 +269,12 @@ func oneValue(data []byte) bool {
 
 // typeDetail says what kind of value was wanted and what came, naming JSON
 // kinds only, never the value.
-func typeDetail(sem *json.SemanticError) string {
-	want := "another kind of value"
+func typeDetail(sem *json.SemanticError) (detail, want, got string) {
+	want = "another kind of value"
 	if sem.GoType != nil {
 		want = goKind(sem.GoType)
 	}
-	got := "a value"
+	got = "a value"
 	switch sem.JSONKind {
 	case 'n':
 		got = "null"
@@ -262,11 +291,11 @@ func typeDetail(sem *json.SemanticError) string {
 	}
 	if sem.JSONKind == '0' && (sem.GoType == nil || isNumber(sem.GoType) || sem.GoType.Kind() == reflect.Interface) {
 		if sem.GoType != nil && strings.HasPrefix(want, "a whole") {
-			return "the number does not fit: want a whole number in range"
+			return "the number does not fit: want a whole number in range", want, got
 		}
-		return "the number does not fit: it is out of range"
+		return "the number does not fit: it is out of range", want, got
 	}
-	return "want " + want + ", got " + got
+	return "want " + want + ", got " + got, want, got
 }
 
 func isNumber(t reflect.Type) bool {

@@ -68,13 +68,13 @@ func TestUnmarshalRefuses(t *testing.T) {
 		ptr      string
 		msg      string // a part of the message
 	}{
-		{"X_wrong_case_ID", `{"ID":"a"}`, nil, UnknownMember, "/ID", `unknown member "ID" in the top-level object`},
+		{"X_wrong_case_ID", `{"ID":"a"}`, nil, UnknownMember, "/ID", `unknown field "ID" in the top-level object`},
 		{"X_wrong_case_Title", `{"id":"a","Title":"t"}`, nil, UnknownMember, "/Title", `"Title"`},
-		{"X_wrong_case_nested", `{"sub":[{"NAME":"x"}]}`, nil, UnknownMember, "/sub/0/NAME", `unknown member "NAME" in "/sub/0"`},
+		{"X_wrong_case_nested", `{"sub":[{"NAME":"x"}]}`, nil, UnknownMember, "/sub/0/NAME", `unknown field "NAME" in "/sub/0"`},
 		{"X_unicode_fold_long_s", `{"ſub":[]}`, nil, UnknownMember, "/ſub", `"\u017fub"`},
 		{"X_kelvin_sign_fold", `{"o\u212a":true}`, nil, UnknownMember, "/o\u212a", `"o\u212a"`},
 		{"unknown_member", `{"id":"a","extra":1}`, nil, UnknownMember, "/extra", `"extra"`},
-		{"duplicate", `{"id":"a","id":"b"}`, nil, DuplicateName, "/id", `member "id" appears twice in the top-level object`},
+		{"duplicate", `{"id":"a","id":"b"}`, nil, DuplicateName, "/id", `field "id" appears twice in the top-level object`},
 		{"duplicate_escaped", `{"id":"a","\u0069d":"b"}`, nil, DuplicateName, "/id", "twice"},
 		{"duplicate_nested", `{"sub":[{"name":"a","name":"b"}]}`, nil, DuplicateName, "/sub/0/name", `in "/sub/0"`},
 		{"duplicate_map_key", `{"m":{"k":"1","k":"2"}}`, nil, DuplicateName, "/m/k", "twice"},
