@@ -63,6 +63,12 @@ type Env struct {
 	Probe func(ctx context.Context, socket string) (agent string, err error)
 	// Dial connects to a TCP address (the device API) and hangs up.
 	Dial func(ctx context.Context, addr string) error
+	// AgentCheck runs collie-agent's own config check for the agent
+	// NAME (collie-agent --check-config --name NAME): the message when
+	// the config is valid, the reason (file, line, setting) when not.
+	AgentCheck func(ctx context.Context, name string) (string, error)
+
+	agents map[string]*agentState // worked out once per run (agent)
 }
 
 // Binary is a program and the version it reports.
@@ -106,6 +112,7 @@ var checks = []check{
 	{"config", checkConfig},
 	{"sources", checkSources},
 	{"durable-socket", checkDurableSockets},
+	{"agent-config", checkAgentConfigs},
 	{"desk", checkDesk},
 	{"state-dir", checkStateDir},
 	{"audit-log", checkAuditLog},

@@ -89,6 +89,9 @@ func healthy(t *testing.T) (*Env, string) {
 		Daemon:   fakeDaemon{agents: []control.AgentStatus{{Name: "demo", Transport: "socket", Target: sock, Reachable: true}}},
 		Probe:    func(context.Context, string) (string, error) { return "demo", nil },
 		Dial:     func(context.Context, string) error { return nil },
+		AgentCheck: func(_ context.Context, name string) (string, error) {
+			return root + "/config/collie-agent/" + name + ".toml is valid", nil
+		},
 	}
 	return e, root
 }
@@ -211,7 +214,7 @@ func TestCheckFlag(t *testing.T) {
 	golden(t, "check-durable-socket.txt", text(t, run(t, e, "durable-socket")), root)
 
 	_, err := Run(context.Background(), e, "nope")
-	want := `there is no check "nope"; the checks are: binary, config, sources, durable-socket, desk, state-dir, audit-log, units, linger, journald, daemon, device-listener`
+	want := `there is no check "nope"; the checks are: binary, config, sources, durable-socket, agent-config, desk, state-dir, audit-log, units, linger, journald, daemon, device-listener`
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %q", err, want)
 	}
@@ -330,6 +333,56 @@ func TestDeviceListener(t *testing.T) {
 			}
 			if tt.name == "tls_beyond_loopback" && dialed != "127.0.0.1:9443" {
 				t.Errorf("dialed %q; a listener on every address is reached on loopback", dialed)
+			}
+		})
+	}
+}
+
+// brokenAgent is issue 9's broken agent: a typo in NAME.toml, so
+// collie-agent@demo.service fails at every start and its socket, enabled,
+// stops after too many; the bridge saw the connection reset.
+func brokenAgent(t *testing.T, socketActive string) (*Env, string) {
+	e, root := healthy(t)
+	sock := filepath.Join(e.Paths.Desk(), "demo.sock")
+	typo := errors.New(root + `/config/collie-agent/demo.toml, line 2: unknown setting "titel"; fix the file (see collie-agent(1))`)
+	e.AgentCheck = func(context.Context, string) (string, error) { return "", typo }
+	sd := fakeSystemd{
+		"collie.service":            {Load: "loaded", Active: "active", Sub: "running", FileState: "enabled", Path: "/usr/lib/systemd/user/collie.service"},
+		"collie-agent@.socket":      {Path: "/usr/lib/systemd/user/collie-agent@.socket", FileState: "disabled"},
+		"collie-agent@.service":     {Path: "/usr/lib/systemd/user/collie-agent@.service", FileState: "static"},
+		"collie-agent@demo.socket":  {Load: "loaded", Active: socketActive, Sub: map[string]string{"failed": "failed", "active": "listening"}[socketActive], FileState: "enabled", Path: "/usr/lib/systemd/user/collie-agent@.socket"},
+		"collie-agent@demo.service": {Load: "loaded", Active: "failed", Sub: "failed", FileState: "static", Path: "/usr/lib/systemd/user/collie-agent@.service"},
+	}
+	e.Systemd = func(context.Context) (Systemd, error) { return sd, nil }
+	e.Probe = func(context.Context, string) (string, error) {
+		return "", errors.New("nothing is listening at " + sock + "; start the agent (or its .socket unit)")
+	}
+	e.Daemon = fakeDaemon{agents: []control.AgentStatus{{Name: "demo", Transport: "socket", Target: sock,
+		Reason: "read unix @->" + sock + ": read: connection reset by peer"}}}
+	return e, root
+}
+
+// TestBrokenAgent_L4 (issue 9 item 13): with a typo in the agent's
+// NAME.toml, doctor names the file, line and setting from the agent's own
+// check, tells the failed service from a disabled socket, points at the
+// service's journal, and the daemon row does not show the raw socket
+// error.
+func TestBrokenAgent_L4(t *testing.T) {
+	for _, socket := range []string{"failed", "active"} {
+		t.Run("socket_"+socket, func(t *testing.T) {
+			e, root := brokenAgent(t, socket)
+			rows := run(t, e, "")
+			out := text(t, rows)
+			golden(t, "broken-agent-socket-"+socket+".txt", out, root)
+			for _, bad := range []string{"enable --now collie-agent@demo.socket", "-u collie-agent@demo.socket", "connection reset by peer"} {
+				if strings.Contains(out, bad) {
+					t.Errorf("the report says %q:\n%s", bad, out)
+				}
+			}
+			for _, want := range []string{`demo.toml, line 2: unknown setting "titel"`, "collie-agent@demo.service failed", "journalctl --user -u collie-agent@demo.service -p err"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("the report lacks %q:\n%s", want, out)
+				}
 			}
 		})
 	}

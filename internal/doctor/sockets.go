@@ -60,6 +60,12 @@ func checkSocket(ctx context.Context, e *Env, s sources.Source) Row {
 		return ok("%s is private", s.Socket)
 	}
 	fix, isFail := socketFix(e, s, reason)
+	if noSocket || !privacyReason(reason) {
+		// The agent does not answer: a collie-agent@NAME may say why.
+		if r, ok := agentDownRow(ctx, e, s, reason); ok {
+			return r
+		}
+	}
 	if noSocket || !isFail {
 		return warn(fix, "%s", reason)
 	}
@@ -126,6 +132,17 @@ func restart(e *Env, s sources.Source) string {
 		return "systemctl --user restart " + u
 	}
 	return "restart the agent so that it makes its socket again"
+}
+
+// privacyReason says whether reason is one of T3's refusals (or the
+// listener's owner), rather than an agent that does not answer.
+func privacyReason(reason string) bool {
+	for _, f := range socketFixes {
+		if f.re.MatchString(reason) {
+			return !f.warnOnly
+		}
+	}
+	return false
 }
 
 // socketFix returns the fix for reason, and whether the row fails (a

@@ -48,6 +48,7 @@ func FromSystem(getenv func(string) string, version string) *Env {
 		e.Daemon = control.NewClient(e.Paths.Control())
 	}
 	e.Dial = dialTCP
+	e.AgentCheck = func(ctx context.Context, name string) (string, error) { return checkAgentConfig(ctx, self, name) }
 	e.Probe = func(ctx context.Context, socket string) (string, error) {
 		h, err := upstream.NewSocket(socket, e.UID).Hello(ctx)
 		if err != nil {
@@ -82,6 +83,27 @@ func findAgent(self string) (Binary, error) {
 		return Binary{}, fmt.Errorf("%s --version said %q, not collie-agent VERSION", path, strings.TrimSpace(string(out)))
 	}
 	return Binary{Path: path, Version: v}, nil
+}
+
+// checkAgentConfig runs the agent's own check of its config, as
+// collie-agent@NAME.service would load it at start.
+func checkAgentConfig(ctx context.Context, self, name string) (string, error) {
+	a, err := findAgent(self)
+	if err != nil {
+		return "", fmt.Errorf("collie-agent is %v, so its config cannot be checked", err)
+	}
+	var stdout, stderr strings.Builder
+	cmd := exec.CommandContext(ctx, a.Path, "--check-config", "--name", name)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return strings.TrimSpace(stdout.String()), nil
+	case errors.As(err, &ee) && ee.ExitCode() == 1:
+		return "", errors.New(agentCheckOutput(stderr.String()))
+	}
+	return "", fmt.Errorf("%s --check-config --name %s failed: %v %s", a.Path, name, err, agentCheckOutput(stderr.String()))
 }
 
 // connectUserManager asks the user's systemd over the session bus, as

@@ -39,7 +39,7 @@ func checkUnits(ctx context.Context, e *Env) []Row {
 		if f, err := sources.Load(e.Paths.Sources()); err == nil {
 			for _, s := range f.Sources {
 				if u := unitOf(e, s.Socket); u != "" && s.Transport() == "socket" {
-					rows = append(rows, serviceRow(cctx, sd, u))
+					rows = append(rows, serviceRow(cctx, sd, u), agentServiceRow(cctx, sd, e, s.Name))
 				}
 			}
 		}
@@ -69,6 +69,11 @@ func serviceRow(ctx context.Context, sd Systemd, name string) Row {
 		fix := "systemctl --user start " + name
 		if u.Active == "failed" {
 			fix = "systemctl --user restart " + name + "; if it fails again, see why: journalctl --user -u " + name + " -p warning"
+			if agent, ok := strings.CutSuffix(strings.TrimPrefix(name, "collie-agent@"), ".socket"); ok && agent != name {
+				// A socket stops when its service keeps failing; the
+				// reason is in the service's journal.
+				fix = "see why: " + agentJournal(agent) + "; then: " + restartAgent(agent)
+			}
 		}
 		return fail(fix, "%s is enabled but %s (%s)", name, u.Active, u.Sub).about(name)
 	case !enabled:
@@ -152,7 +157,7 @@ func checkDaemon(ctx context.Context, e *Env) []Row {
 		if a.Reachable {
 			up++
 		} else {
-			down = append(down, a.Name+": "+a.Reason)
+			down = append(down, a.Name+": "+daemonReason(ctx, e, a.Name, a.Reason))
 		}
 	}
 	if len(agents) == 0 {
