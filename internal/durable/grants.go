@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/atomicfile"
+	"github.com/collie-linux/collie/internal/jsonstrict"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -36,7 +37,7 @@ func (f FileGrants) Load() ([]wire.Grant, error) {
 		return nil, fmt.Errorf("read the grants: %w", err)
 	}
 	var gs []wire.Grant
-	if err := json.Unmarshal(b, &gs); err != nil {
+	if err := jsonstrict.Unmarshal(b, &gs); err != nil {
 		return nil, fmt.Errorf("%s is not a list of grants (%v); remove it to start with none", f, err)
 	}
 	return gs, nil
