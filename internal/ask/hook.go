@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/collie-linux/collie/internal/jsonstrict"
 	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/wire"
 )
@@ -67,7 +68,11 @@ func hookClaude(ctx context.Context, e Env, path string, pathErr error, timeout 
 		return deny(fmt.Sprintf("the tool call is over %d bytes, too large to show on a phone; Collie denies it by default", hookInputCap))
 	}
 	var in PreToolUse
-	if err := json.Unmarshal(data, &in); err != nil {
+	// Open schema (Claude Code's), but read as Claude Code's own JSON.parse
+	// reads it: exact-case, so "Tool_Name" is not tool_name, and a name
+	// twice or invalid UTF-8 is refused, so what the human is shown is what
+	// runs.
+	if err := jsonstrict.Unmarshal(data, &in, jsonstrict.Open); err != nil {
 		return deny("Collie could not read the hook input as JSON (" + err.Error() + "); denied by default")
 	}
 	if in.HookEventName != "PreToolUse" || in.ToolName == "" {
@@ -126,7 +131,7 @@ func hookDecision(rep wire.AskReply, timeout time.Duration) (decision, reason st
 // command for "always allow".
 func QuestionFor(in PreToolUse) wire.AskRequest {
 	var ti map[string]any
-	json.Unmarshal(in.ToolInput, &ti)
+	jsonstrict.Unmarshal(in.ToolInput, &ti) // checked whole in hookClaude; broken, it shows nothing
 	str := func(k string) string {
 		s, _ := ti[k].(string)
 		return s
