@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -185,7 +186,7 @@ func Main(ctx context.Context, args []string, e Env) int {
 	}
 	rep, err := ask(ctx, path, r, timeout)
 	if err != nil {
-		fmt.Fprintf(e.Stderr, "%s: %s\n", e.Prog, describeErr(err))
+		fmt.Fprintf(e.Stderr, "%s: %s\n", e.Prog, sanitize.TerminalLine(describeErr(err, path, e.Getenv)))
 		return ExitError
 	}
 	return report(e, r, rep, asJSON, timeout)
@@ -201,7 +202,7 @@ func ask(ctx context.Context, path string, r wire.AskRequest, timeout time.Durat
 	return newClient(path).wait(ctx, r, deadline)
 }
 
-func describeErr(err error) string {
+func describeErr(err error, path string, getenv func(string) string) string {
 	var ae *agentError
 	switch {
 	case errors.As(err, &ae):
@@ -210,7 +211,7 @@ func describeErr(err error) string {
 		return "stopped before an answer came"
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
-		return "the agent closed the connection without answering; it may have failed to start: see journalctl --user -u 'collie-agent@*'"
+		return agentClosed(path, getenv)
 	}
 	var ue errUnreachable
 	if errors.As(err, &ue) {
@@ -268,29 +269,34 @@ func result(r wire.AskRequest, rep wire.AskReply) Result {
 	return res
 }
 
+// report prints the decision. What the agent sent was cleaned on arrival
+// (cleanReply); it is cleaned again here for the terminal (X1), each
+// answer and value as one line, so that a newline in a value cannot forge
+// another ID=VALUE line for a script that reads them.
 func report(e Env, r wire.AskRequest, rep wire.AskReply, asJSON bool, timeout time.Duration) int {
 	res := result(r, rep)
 	if asJSON {
 		b, _ := json.Marshal(res)
-		fmt.Fprintf(e.Stdout, "%s\n", b)
+		fmt.Fprintf(e.Stdout, "%s\n", sanitize.TerminalJSON(b))
 		return res.Exit
 	}
+	line := sanitize.TerminalLine
 	switch {
 	case rep.Status == wire.StatusAnswered && r.Kind == wire.AskForm:
 		for _, f := range r.Fields {
-			fmt.Fprintf(e.Stdout, "%s=%s\n", f.ID, rep.Values[f.ID])
+			fmt.Fprintf(e.Stdout, "%s=%s\n", line(f.ID), line(rep.Values[f.ID]))
 		}
 	case res.Answer != nil:
-		fmt.Fprintln(e.Stdout, *res.Answer)
+		fmt.Fprintln(e.Stdout, line(*res.Answer))
 	}
 	switch rep.Status {
 	case wire.StatusTimedOut:
 		fmt.Fprintf(e.Stderr, "%s: no answer within %s; denied by default\n", e.Prog, timeout)
 	case wire.StatusWithdrawn:
-		fmt.Fprintf(e.Stderr, "%s: the question was withdrawn (%s)\n", e.Prog, rep.Reason)
+		fmt.Fprintf(e.Stderr, "%s: the question was withdrawn (%s)\n", e.Prog, line(rep.Reason))
 	}
 	if rep.Status == wire.StatusAnswered && rep.Reason != "" {
-		fmt.Fprintf(e.Stderr, "reason: %s\n", rep.Reason)
+		fmt.Fprintf(e.Stderr, "reason: %s\n", line(rep.Reason))
 	}
 	return res.Exit
 }

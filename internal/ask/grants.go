@@ -9,6 +9,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -51,7 +52,7 @@ func Grants(ctx context.Context, args []string, e Env) int {
 	if revoke != "" || all {
 		var rep wire.RevokeReply
 		if err := c.call(ctx, "POST", wire.RevokePath, wire.RevokeRequest{Grant: revoke, All: all}, &rep); err != nil {
-			fmt.Fprintf(e.Stderr, "%s: %s\n", e.Prog, describeErr(err))
+			fmt.Fprintf(e.Stderr, "%s: %s\n", e.Prog, sanitize.TerminalLine(describeErr(err, path, e.Getenv)))
 			return ExitError
 		}
 		fmt.Fprintf(e.Stdout, "revoked %d grant(s)\n", rep.Revoked)
@@ -59,12 +60,12 @@ func Grants(ctx context.Context, args []string, e Env) int {
 	}
 	var rep wire.GrantsReply
 	if err := c.call(ctx, "GET", wire.GrantsPath, nil, &rep); err != nil {
-		fmt.Fprintf(e.Stderr, "%s: %s\n", e.Prog, describeErr(err))
+		fmt.Fprintf(e.Stderr, "%s: %s\n", e.Prog, sanitize.TerminalLine(describeErr(err, path, e.Getenv)))
 		return ExitError
 	}
 	if asJSON {
 		b, _ := json.Marshal(rep)
-		fmt.Fprintf(e.Stdout, "%s\n", b)
+		fmt.Fprintf(e.Stdout, "%s\n", sanitize.TerminalJSON(b))
 		return 0
 	}
 	if len(rep.Grants) == 0 {
@@ -72,7 +73,8 @@ func Grants(ctx context.Context, args []string, e Env) int {
 		return 0
 	}
 	for _, g := range rep.Grants {
-		fmt.Fprintf(e.Stdout, "%s  until %s  %s\n", g.ID, g.Expires, g.Scope.Text)
+		line := sanitize.TerminalLine // the grant comes from the agent (X1)
+		fmt.Fprintf(e.Stdout, "%s  until %s  %s\n", line(g.ID), line(g.Expires), line(g.Scope.Text))
 	}
 	return 0
 }

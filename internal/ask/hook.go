@@ -89,7 +89,7 @@ func hookClaude(ctx context.Context, e Env, path string, pathErr error, timeout 
 	}
 	rep, err := ask(ctx, path, r, timeout)
 	if err != nil {
-		return deny("Collie could not ask (" + describeErr(err) + "); denied by default")
+		return deny("Collie could not ask (" + describeErr(err, path, e.Getenv) + "); denied by default")
 	}
 	decision, reason := hookDecision(rep, timeout)
 	printDecision(e, decision, reason)
