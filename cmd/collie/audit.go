@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -21,7 +22,7 @@ import (
 // hash chain.
 func cmdAudit(ctx context.Context, e *env, args []string) error {
 	if len(args) > 0 && args[0] == "verify" {
-		return cmdAuditVerify(e, args[1:])
+		return cmdAuditVerify(ctx, e, args[1:])
 	}
 	fs := newFlags("collie audit", e)
 	agent := fs.String("agent", "", "show only the lines of the durable agent `NAME`")
@@ -55,7 +56,11 @@ func cmdAudit(ctx context.Context, e *env, args []string) error {
 		return nil
 	}
 	var recs []audit.Record
+	ended := map[string]bool{} // pending lines (a write begun) whose outcome is in the log
 	err = audit.Read(paths.State, func(r audit.Record) {
+		if intent, ok := r.Get("intent").(string); ok {
+			ended[intent] = true
+		}
 		if (*agent == "" || r.Session == *agent) && (*device == "" || r.Device == *device) &&
 			(*event == "" || r.Event == *event) && !r.Time.Before(from) {
 			recs = append(recs, r)
@@ -65,6 +70,9 @@ func cmdAudit(ctx context.Context, e *env, args []string) error {
 	})
 	if err != nil {
 		return err
+	}
+	if !*asJSON { // the table shows a write once: its outcome, or that it is unknown
+		recs = slices.DeleteFunc(recs, func(r audit.Record) bool { return r.Result() == audit.StatusPending && ended[r.Hash] })
 	}
 	if *asJSON {
 		for _, r := range recs {
@@ -108,13 +116,18 @@ func printAudit(w io.Writer, recs []audit.Record) {
 	for _, r := range recs {
 		var details []string
 		for _, f := range r.Fields {
-			if f.Key == "result" {
+			if f.Key == "result" || f.Key == "intent" {
 				continue
 			}
 			details = append(details, f.Key+"="+auditValue(f.Value))
 		}
+		result := r.Result()
+		if result == audit.StatusPending {
+			result = "unknown"
+			details = append(details, "(outcome unknown: the bridge stopped)")
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05"),
-			auditString(r.Session), auditString(r.Device), auditString(r.Event), r.Result(), strings.Join(details, " "))
+			auditString(r.Session), auditString(r.Device), auditString(r.Event), result, strings.Join(details, " "))
 	}
 	tw.Flush()
 }
@@ -149,7 +162,7 @@ func auditString(s string) string {
 
 // cmdAuditVerify checks the hash chain: exit status 0 when intact, 1 when
 // a line was edited, removed, inserted or moved.
-func cmdAuditVerify(e *env, args []string) error {
+func cmdAuditVerify(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("collie audit verify", e)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	var files []string
@@ -169,9 +182,10 @@ func cmdAuditVerify(e *env, args []string) error {
 	}
 	var rep audit.Report
 	var err error
-	where := ""
+	where, journalNote := "", ""
 	if len(files) > 0 {
 		rep, err = audit.VerifyFiles(files...)
+		journalNote = "anchors not checked: files given on the command line are checked on their own"
 	} else {
 		paths, perr := e.paths()
 		if perr != nil {
@@ -179,6 +193,14 @@ func cmdAuditVerify(e *env, args []string) error {
 		}
 		where = paths.State
 		rep, err = audit.Verify(where)
+		if err == nil {
+			anchors, jerr := journalAnchors(ctx, e.getenv, os.Getuid())
+			if jerr != nil {
+				journalNote = fmt.Sprintf("anchors not checked (%v); the log was checked on its own, which cannot show records removed from its end or the log rewritten with its hashes recomputed", jerr)
+			} else {
+				rep.CheckAnchors(where, anchors)
+			}
+		}
 	}
 	if err != nil {
 		return err
@@ -187,7 +209,11 @@ func cmdAuditVerify(e *env, args []string) error {
 		out := struct {
 			Intact bool `json:"intact"`
 			audit.Report
-		}{rep.Intact(), rep}
+			AnchorsNote string `json:"anchorsNote,omitempty"`
+		}{rep.Intact(), rep, journalNote}
+		if out.Unfinished == nil {
+			out.Unfinished = []audit.Problem{}
+		}
 		if out.Torn == nil {
 			out.Torn = []audit.Problem{}
 		}
@@ -200,13 +226,16 @@ func cmdAuditVerify(e *env, args []string) error {
 			return err
 		}
 	} else {
-		printAuditReport(e.stdout, rep, where)
+		printAuditReport(e.stdout, rep, where, journalNote)
 	}
 	if len(rep.Files) == 0 && where != "" {
 		fmt.Fprintf(e.stderr, "collie: no audit log at %s yet; nothing to verify\n", filepath.Join(where, audit.LogName))
 	}
 	if !rep.Intact() {
 		first := rep.Problems[0]
+		if first.Line == 0 {
+			return errors.New("the audit log does not hold records the journal anchored: it was truncated or rewritten after they were written; keep a copy of it as evidence and compare it with a backup")
+		}
 		return fmt.Errorf("the audit log was changed after it was written, first at %s line %d; keep a copy of it as evidence and compare it with a backup",
 			auditFile(first.File, where), first.Line)
 	}
@@ -222,14 +251,21 @@ func auditFile(path, stateDir string) string {
 	return path
 }
 
-func printAuditReport(w io.Writer, rep audit.Report, where string) {
+func printAuditReport(w io.Writer, rep audit.Report, where, journalNote string) {
 	for _, p := range rep.Problems {
+		if p.Line == 0 {
+			fmt.Fprintf(w, "%s: %s\n", auditFile(p.File, where), p.What)
+			continue
+		}
 		fmt.Fprintf(w, "%s line %d: %s\n", auditFile(p.File, where), p.Line, p.What)
 	}
 	if rep.More > 0 {
 		fmt.Fprintf(w, "and %d more problems\n", rep.More)
 	}
 	for _, p := range rep.Torn {
+		fmt.Fprintf(w, "note: %s line %d: %s\n", auditFile(p.File, where), p.Line, p.What)
+	}
+	for _, p := range rep.Unfinished {
 		fmt.Fprintf(w, "note: %s line %d: %s\n", auditFile(p.File, where), p.Line, p.What)
 	}
 	if rep.ContinuesFrom != "" {
@@ -251,4 +287,20 @@ func printAuditReport(w io.Writer, rep audit.Report, where string) {
 		fmt.Fprintf(w, ", from %s to %s", rep.First.Local().Format("2006-01-02 15:04:05"), rep.Last.Local().Format("2006-01-02 15:04:05"))
 	}
 	fmt.Fprintf(w, "\nhead: %s\n", rep.Head)
+	switch a := rep.Anchors; {
+	case journalNote != "":
+		fmt.Fprintf(w, "note: %s\n", journalNote)
+	case a == nil:
+	case a.Anchors == 0:
+		fmt.Fprintf(w, "anchors: the journal holds none for this log yet (the daemon writes one every %d records and when it stops)\n", audit.DefaultAnchorEvery)
+	default:
+		fmt.Fprintf(w, "anchors: %d in the journal, %d found in the log", a.Anchors, a.Found)
+		if a.RotatedAway > 0 {
+			fmt.Fprintf(w, ", %d older than the files kept", a.RotatedAway)
+		}
+		if a.Newest != nil {
+			fmt.Fprintf(w, "; %d records after the newest (of %s) are not anchored yet", a.Unanchored, a.Newest.Time.Local().Format("2006-01-02 15:04:05"))
+		}
+		fmt.Fprintln(w)
+	}
 }

@@ -78,7 +78,7 @@ func runBridge(ctx context.Context, e *env, hup <-chan os.Signal, paths config.P
 	if err != nil {
 		return cannotStart(err)
 	}
-	auditLog, opened, err := audit.Open(audit.Options{Dir: paths.State, Content: content})
+	auditLog, opened, err := audit.Open(audit.Options{Dir: paths.State, Content: content, Anchor: anchorToJournal(log), OnRepair: warnRepair(log)})
 	if err != nil {
 		return cannotStart(fmt.Errorf("open the audit log: %w", err))
 	}

@@ -126,8 +126,8 @@ func (r *Report) CheckAnchors(dir string, anchors []Anchor) {
 	switch {
 	case r.Records == 0:
 		what += ": the log was removed or emptied"
-	case last.Time.After(r.Last):
-		what += fmt.Sprintf(", is newer than the log's last record (%s): records were removed from its end", r.Last.UTC().Format(timeLayout))
+	case !last.Time.Before(r.Last):
+		what += fmt.Sprintf(", and is no older than the log's last record (%s): records were removed from its end", r.Last.UTC().Format(timeLayout))
 	default:
 		what += ": records up to it were removed, or the log was rewritten with its hashes recomputed"
 	}

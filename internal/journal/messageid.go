@@ -25,6 +25,10 @@ const (
 	// MsgControlRefused: a process of another user connected to the
 	// control socket and was refused (L3).
 	MsgControlRefused = "4e69556be5b4411c82de794eb408010c"
+	// MsgAuditAnchor: the audit log's chain head, written every few
+	// records and at shutdown (AUDIT_DIR, AUDIT_HEAD, AUDIT_TIME); collie
+	// audit verify checks the log against these entries (A1).
+	MsgAuditAnchor = "bac765b235004b0fa36d0839366edb70"
 )
 
 // MessageID is the attribute that sets an entry's MESSAGE_ID field. In

@@ -17,6 +17,7 @@ func TestMessageIDs_L2(t *testing.T) {
 		"agent reachable":   MsgAgentReachable,
 		"sources tightened": MsgSourcesTightened,
 		"control refused":   MsgControlRefused,
+		"audit anchor":      MsgAuditAnchor,
 	}
 	hex128 := regexp.MustCompile(`^[0-9a-f]{32}$`)
 	seen := map[string]string{}
