@@ -149,7 +149,7 @@ func (c *client) call(ctx context.Context, method, path string, in, out any) err
 				err = inner
 			}
 		}
-		return err
+		return cleanErr(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -157,10 +157,10 @@ func (c *client) call(ctx context.Context, method, path string, in, out any) err
 		if code, msg, ok := wire.DecodeError(data); ok {
 			return &agentError{Status: resp.StatusCode, Code: code, Message: msg}
 		}
-		return fmt.Errorf("the agent answered %s", resp.Status)
+		return fmt.Errorf("the agent answered %s", statusText(resp.StatusCode))
 	}
 	if err := wire.DecodeReply(resp.Body, resp.ContentLength, out); err != nil {
-		return fmt.Errorf("the agent's reply: %w", err)
+		return fmt.Errorf("the agent's reply: %w", cleanErr(err))
 	}
 	return nil
 }
@@ -196,7 +196,7 @@ func (c *client) wait(ctx context.Context, r wire.AskRequest, deadline time.Time
 		switch {
 		case err == nil:
 			if rep.Status != wire.StatusPending {
-				return rep, nil
+				return cleanReply(rep), nil
 			}
 			failingSince, first = time.Time{}, false
 			continue
