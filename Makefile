@@ -56,7 +56,7 @@ lint:
 FUZZTIME ?= 20s
 FUZZ_TARGETS := \
 	sanitize:FuzzLine sanitize:FuzzBlock sanitize:FuzzLabel sanitize:FuzzValidID sanitize:FuzzCheckLink sanitize:FuzzTerminal sanitize:FuzzTerminalJSON \
-	wire:FuzzParseSnapshot wire:FuzzDecodeRequest jsonstrict:FuzzUnmarshal sockpath:FuzzCheck sockpath:FuzzCheckForm sources:FuzzLoad \
+	wire:FuzzParseSnapshot wire:FuzzDecodeRequest jsonstrict:FuzzUnmarshal tomlstrict:FuzzDecode sockpath:FuzzCheck sockpath:FuzzCheckForm sources:FuzzLoad \
 	audit:FuzzParseLine audit:FuzzVerify audit:FuzzChain audit:FuzzParseReceipt
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \

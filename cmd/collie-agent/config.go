@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/collie-linux/collie/internal/runcmd"
 	"github.com/collie-linux/collie/internal/sanitize"
+	"github.com/collie-linux/collie/internal/tomlstrict"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -99,9 +99,11 @@ func loadConfig(path, name string) (Config, error) {
 		return Config{}, fmt.Errorf("read the config: %w", err)
 	}
 	cfg := Config{Title: "Questions (" + name + ")"}
-	dec := toml.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
+	if err := tomlstrict.Decode(data, &cfg); err != nil {
+		var ce *tomlstrict.CaseError
+		if errors.As(err, &ce) {
+			return Config{}, fmt.Errorf("%s, %v; fix the file (see collie-agent(1))", path, ce)
+		}
 		var sm *toml.StrictMissingError
 		if errors.As(err, &sm) && len(sm.Errors) > 0 {
 			row, _ := sm.Errors[0].Position()

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/collie-linux/collie/internal/tomlstrict"
 )
 
 // File is the content of config.toml. A key Collie does not know is
@@ -59,9 +60,11 @@ func Load(path string) (f File, exists bool, err error) {
 	if err != nil {
 		return File{}, false, fmt.Errorf("read %s: %w; make it readable by you, or remove it to use the defaults", path, err)
 	}
-	dec := toml.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
+	if err := tomlstrict.Decode(data, &f); err != nil {
+		var ce *tomlstrict.CaseError
+		if errors.As(err, &ce) {
+			return File{}, true, fmt.Errorf("%s, %v; see collie.toml(5)", path, ce)
+		}
 		var sm *toml.StrictMissingError
 		if errors.As(err, &sm) && len(sm.Errors) > 0 {
 			row, _ := sm.Errors[0].Position()
