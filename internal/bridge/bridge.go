@@ -178,9 +178,13 @@ func (b *Bridge) start(s sources.Source) {
 		polled: make(chan struct{}),
 	}
 	var err error
-	if s.Transport() == "socket" {
+	switch {
+	case s.Refused != "":
+		// sources.Load refused its socket path (T2): never dialled.
+		err = errors.New(s.Refused)
+	case s.Transport() == "socket":
 		a.client = upstream.NewSocket(s.Socket, b.o.UID)
-	} else {
+	default:
 		a.status.Target, a.status.TokenSet = s.URL, s.Token != ""
 		a.client, err = upstream.NewHTTPS(s.URL, s.Token, upstream.HTTPSOptions{CAFile: s.CAFile})
 	}
@@ -352,7 +356,7 @@ func logDrops(log *slog.Logger, rep wire.Report) {
 	}
 	for _, conv := range order {
 		ds := byConv[conv]
-		log.Warn("dropped objects from the agent's snapshot", "conversation", conv, "count", len(ds), "first", ds[0].What+": "+ds[0].Reason)
+		log.Warn("dropped objects from the agent's snapshot", "conversation", conv, "count", len(ds), "first", cleanReason(ds[0].What+": "+ds[0].Reason))
 	}
 }
 
