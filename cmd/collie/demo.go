@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,6 +43,13 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	if err := os.Mkdir(paths.Runtime, 0o700); err != nil {
 		return fmt.Errorf("make the demo's runtime folder: %w", err)
 	}
+	// The device API on a port chosen now and written to the demo's
+	// config.toml, the file the daemon reads, so that collie doctor run
+	// with the demo's variables looks at the demo's real listener.
+	devices, err := demoDevices(paths)
+	if err != nil {
+		return err
+	}
 	socket := filepath.Join(paths.Desk(), "demo.sock")
 	if err := sources.Update(paths.Sources(), func(f *sources.File) error {
 		return f.Add(sources.Source{Name: "demo", Socket: socket})
@@ -71,14 +79,39 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(e.stdout, `Collie demo: the bridge is running with the demo agent "demo" attached.
 Look at it from another terminal:
 
-    export XDG_RUNTIME_DIR=%s XDG_CONFIG_HOME=%s
+    export XDG_RUNTIME_DIR=%s XDG_CONFIG_HOME=%s XDG_STATE_HOME=%s
     %s show
     %s durable list
+    %s doctor
 
 Stop with Ctrl-C; the demo's folder %s is removed.
-`, paths.Runtime, filepath.Dir(paths.Config), self, self, dir)
+`, paths.Runtime, filepath.Dir(paths.Config), filepath.Dir(paths.State), self, self, self, dir)
 	go printPairing(ctx, e, paths.Control())
-	return runBridge(ctx, e, hup, paths, &device.ListenConfig{Addr: "127.0.0.1:0"}, slog.LevelInfo)
+	return runBridge(ctx, e, hup, paths, devices, slog.LevelInfo)
+}
+
+// demoDevices picks a free loopback port for the demo's device API and
+// writes it to the demo's config.toml; the settings come back from that
+// file as the daemon would read them.
+func demoDevices(paths config.Paths) (*device.ListenConfig, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("find a free port for the demo's device API: %w", err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	if err := os.MkdirAll(paths.Config, 0o700); err != nil {
+		return nil, fmt.Errorf("make the demo's config folder: %w", err)
+	}
+	toml := fmt.Sprintf("# collie demo: the device API on a port free when the demo started.\n[devices]\nlisten = %q\n", addr)
+	if err := os.WriteFile(paths.ConfigFile(), []byte(toml), 0o600); err != nil {
+		return nil, fmt.Errorf("write the demo's config.toml: %w", err)
+	}
+	cfg, _, err := config.Load(paths.ConfigFile())
+	if err != nil {
+		return nil, err
+	}
+	return deviceListen(cfg.Devices), nil
 }
 
 // printPairing shows a pairing link once the demo's bridge is up, so a
