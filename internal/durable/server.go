@@ -290,6 +290,9 @@ func (s *Server) ServeTransport(ctx context.Context, l net.Listener, t Transport
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, connKey{}, c)
 		},
+		// Requests end with the server: a long ask ends at once when the
+		// agent stops, rather than holding Shutdown for its grace time.
+		BaseContext: func(net.Listener) context.Context { return ctx },
 	}
 	done := make(chan struct{})
 	go func() {
