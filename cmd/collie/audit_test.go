@@ -76,3 +76,22 @@ func TestParseSince(t *testing.T) {
 		}
 	}
 }
+
+// TestParseAnchors reads journalctl -o json as the daemon's anchors give
+// it, and skips entries that are not anchors as anchorToJournal writes
+// them: a field given twice (an array), a short head, no time (A1; issue
+// 9 item 8).
+func TestParseAnchors(t *testing.T) {
+	head := strings.Repeat("ab", 32)
+	out := `{"MESSAGE":"audit log anchored","AUDIT_DIR":"/s/collie","AUDIT_HEAD":"` + head + `","AUDIT_TIME":"2026-12-01T10:00:13.75Z","__REALTIME_TIMESTAMP":"1796119213750000"}
+{"AUDIT_DIR":["/s/collie","/x"],"AUDIT_HEAD":"` + head + `","AUDIT_TIME":"2026-12-01T10:00:13.75Z"}
+{"AUDIT_DIR":"/s/collie","AUDIT_HEAD":"abc","AUDIT_TIME":"2026-12-01T10:00:13.75Z"}
+{"AUDIT_DIR":"/s/collie","AUDIT_HEAD":"` + head + `"}
+not json
+`
+	got := parseAnchors([]byte(out))
+	want := audit.Anchor{Dir: "/s/collie", Head: head, Time: time.Date(2026, 12, 1, 10, 0, 13, 750e6, time.UTC), Logged: time.UnixMicro(1796119213750000)}
+	if len(got) != 1 || got[0].Dir != want.Dir || got[0].Head != want.Head || !got[0].Time.Equal(want.Time) || !got[0].Logged.Equal(want.Logged) {
+		t.Errorf("parseAnchors = %+v, want [%+v]", got, want)
+	}
+}
