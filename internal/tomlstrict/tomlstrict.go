@@ -187,7 +187,7 @@ func field(t reflect.Type, key string) (ft reflect.Type, want string, found bool
 		switch {
 		case name == key:
 			return f.Type, name, true
-		case (strings.EqualFold(name, key) || strings.ToLower(name) == strings.ToLower(key)) && fold == "":
+		case strings.EqualFold(name, key) && fold == "":
 			foldType, fold = f.Type, name
 		}
 	}
