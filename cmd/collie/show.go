@@ -40,7 +40,7 @@ func cmdShow(ctx context.Context, e *env, args []string) error {
 }
 
 // line cleans a single-line string for the terminal.
-func line(s string) string { return sanitize.TerminalLine(s) }
+func termLine(s string) string { return sanitize.TerminalLine(s) }
 
 // printAgent writes one agent's view as text. Every string in it was
 // cleaned on arrival (X1); it is cleaned again here, single-line fields
@@ -49,10 +49,10 @@ func line(s string) string { return sanitize.TerminalLine(s) }
 // character reaches the terminal.
 func printAgent(w io.Writer, a control.AgentView) {
 	if !a.Reachable {
-		fmt.Fprintf(w, "%s: unreachable: %s\n", line(a.Name), line(a.Reason))
+		fmt.Fprintf(w, "%s: unreachable: %s\n", termLine(a.Name), termLine(a.Reason))
 		return
 	}
-	fmt.Fprintf(w, "%s: reachable (%s)\n", line(a.Name), line(a.Agent))
+	fmt.Fprintf(w, "%s: reachable (%s)\n", termLine(a.Name), termLine(a.Agent))
 	if a.Snapshot == nil {
 		return
 	}
@@ -63,12 +63,12 @@ func printAgent(w io.Writer, a control.AgentView) {
 				if c.Closed {
 					closed = " (closed)"
 				}
-				fmt.Fprintf(w, "  %s / %s / %s%s\n", line(sp.Title), line(tab.Title), line(c.Title), closed)
+				fmt.Fprintf(w, "  %s / %s / %s%s\n", termLine(sp.Title), termLine(tab.Title), termLine(c.Title), closed)
 				for _, it := range c.Items {
 					fmt.Fprintf(w, "    %s\n", itemLine(it))
 				}
 				for _, q := range c.Questions {
-					fmt.Fprintf(w, "    ? %s  [%s, revision %d, id %s]\n", line(q.Title), line(q.Kind), q.Revision, line(q.ID))
+					fmt.Fprintf(w, "    ? %s  [%s, revision %d, id %s]\n", termLine(q.Title), termLine(q.Kind), q.Revision, termLine(q.ID))
 					if q.Shortened {
 						fmt.Fprintln(w, "      (text shortened)")
 					}
@@ -76,35 +76,35 @@ func printAgent(w io.Writer, a control.AgentView) {
 						fmt.Fprintf(w, "      %s\n", indent(q.Rationale, "      "))
 					}
 					for _, o := range q.Options {
-						fmt.Fprintf(w, "      - %s\n", line(o.Label))
+						fmt.Fprintf(w, "      - %s\n", termLine(o.Label))
 					}
 					for _, f := range q.Fields {
-						fmt.Fprintf(w, "      [%s]\n", line(f.Label))
+						fmt.Fprintf(w, "      [%s]\n", termLine(f.Label))
 					}
 				}
 			}
 		}
 	}
 	for _, b := range a.Snapshot.Belt {
-		fmt.Fprintf(w, "  belt: [%s]\n", line(b.Label))
+		fmt.Fprintf(w, "  belt: [%s]\n", termLine(b.Label))
 	}
 	for _, s := range a.Snapshot.Starters {
-		fmt.Fprintf(w, "  starter: %s\n", line(s.Label))
+		fmt.Fprintf(w, "  starter: %s\n", termLine(s.Label))
 	}
 }
 
 func itemLine(it wire.Item) string {
 	switch it.Kind {
 	case wire.KindLink:
-		return fmt.Sprintf("[link] %s <%s>", line(it.Text), line(it.URL))
+		return fmt.Sprintf("[link] %s <%s>", termLine(it.Text), termLine(it.URL))
 	case wire.KindToolCall:
-		return fmt.Sprintf("[tool %s %s] %s", line(it.Tool.Name), line(it.Tool.Status), indent(it.Tool.Summary, "    "))
+		return fmt.Sprintf("[tool %s %s] %s", termLine(it.Tool.Name), termLine(it.Tool.Status), indent(it.Tool.Summary, "    "))
 	case wire.KindText:
 		if it.Role != "" {
-			return line(it.Role) + ": " + indent(it.Text, "    ")
+			return termLine(it.Role) + ": " + indent(it.Text, "    ")
 		}
 	}
-	return fmt.Sprintf("[%s] %s", line(it.Kind), indent(it.Text, "    "))
+	return fmt.Sprintf("[%s] %s", termLine(it.Kind), indent(it.Text, "    "))
 }
 
 // indent cleans a multi-line string for the terminal and indents each of
