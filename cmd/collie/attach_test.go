@@ -91,3 +91,50 @@ func TestSocketPlatformT3Windows(t *testing.T) {
 		t.Fatal("the socket transport was refused on a Unix")
 	}
 }
+
+// TestAttachT2SocketPath: `collie durable attach --socket` takes the path
+// exactly as given, and refuses one the bridge would walk as one path and
+// connect to as another: relative, not clean, with a control byte, or too
+// long for a socket address (T2). Nothing is written for a refused path.
+func TestAttachT2SocketPath(t *testing.T) {
+	tests := []struct {
+		name, socket, want string // want "" means attached
+	}{
+		{"T2_clean", "/run/user/1000/desk/a.sock", ""},
+		{"T2_relative", "desk/a.sock", "durable agent a: the socket path desk/a.sock is not absolute; give the full path"},
+		{"T2_dot_relative", "./a.sock", "the socket path ./a.sock is not absolute; give the full path"},
+		{"T2_relative_dotdot", "x/../desk/a.sock", "the socket path x/../desk/a.sock is not absolute; give the full path"},
+		{"T2_dotdot", "/run/user/1000/x/../desk/a.sock", `durable agent a: the socket path /run/user/1000/x/../desk/a.sock is not in clean form; write it without "." or ".." parts and without doubled or trailing slashes, as the agent listens on it`},
+		{"T2_dot", "/run/user/1000/./desk/a.sock", "is not in clean form"},
+		{"T2_double_slash", "/run/user/1000//desk/a.sock", "is not in clean form"},
+		{"T2_trailing_slash", "/run/user/1000/desk/a.sock/", "is not in clean form"},
+		{"T2_newline", "/run/user/1000/desk/a\n.sock", `the socket path "/run/user/1000/desk/a\n.sock" has a control character; give the path without it`},
+		{"T2_over_sun_path", "/run/user/1000/desk/" + strings.Repeat("a", 90) + ".sock", "a Unix socket address holds; use a shorter path"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var out, errOut strings.Builder
+			e := &env{stdout: &out, stderr: &errOut, getenv: func(k string) string {
+				return map[string]string{"HOME": dir, "XDG_CONFIG_HOME": dir, "XDG_RUNTIME_DIR": dir}[k]
+			}}
+			err := dispatch(context.Background(), e, []string{"durable", "attach", "a", "--socket", tt.socket})
+			data, readErr := os.ReadFile(filepath.Join(dir, "collie", "sources.json"))
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("refused a good socket path: %v", err)
+				}
+				if !strings.Contains(string(data), `"socket": "`+tt.socket+`"`) {
+					t.Fatalf("sources.json = %s, want the path exactly as given", data)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+			if !errors.Is(readErr, os.ErrNotExist) {
+				t.Fatalf("sources.json was written for a refused path: %s", data)
+			}
+		})
+	}
+}

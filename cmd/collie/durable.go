@@ -83,11 +83,10 @@ func attachSource(e *env, name, socket, rawURL, tokenEnv, caFile string) (source
 		if err := socketPlatform(runtime.GOOS); err != nil {
 			return sources.Source{}, err
 		}
-		path, err := filepath.Abs(socket)
-		if err != nil {
-			return sources.Source{}, fmt.Errorf("make %s absolute: %w", socket, err)
-		}
-		src := sources.Source{Name: name, Socket: path}
+		// Taken as given, never made absolute or cleaned: the bridge walks
+		// and connects to exactly this string, so it must be absolute and
+		// clean (T2).
+		src := sources.Source{Name: name, Socket: socket}
 		return src, src.Validate()
 	case rawURL != "":
 		if tokenEnv == "" {

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/collie-linux/collie/internal/peercred"
@@ -92,21 +91,16 @@ func newClient(path string) *client {
 
 func (c *client) dial(ctx context.Context, _, _ string) (net.Conn, error) {
 	uid := os.Getuid()
-	if err := sockpath.Check(c.path, uid); err != nil {
-		return nil, err
-	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", c.path)
+	// Dial connects to exactly the socket the walk checked (T2).
+	conn, err := sockpath.Dial(ctx, c.path, uid)
 	if err != nil {
-		switch {
-		case errors.Is(err, os.ErrNotExist):
+		var se *sockpath.Error
+		if errors.As(err, &se) && se.Connect && errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("no socket at %s; is the agent running?", c.path)
-		case errors.Is(err, syscall.ECONNREFUSED):
-			return nil, fmt.Errorf("nothing is listening at %s; start the agent (or its .socket unit)", c.path)
 		}
 		return nil, err
 	}
-	if err := peercred.SameUser(conn.(*net.UnixConn), uid); err != nil {
+	if err := peercred.SameUser(conn, uid); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("the socket's listener is not you: %w", err)
 	}

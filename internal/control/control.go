@@ -180,19 +180,16 @@ type Client struct {
 func NewClient(path string) *Client {
 	uid := os.Getuid()
 	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
-		if err := sockpath.Check(path, uid); err != nil {
+		// Dial connects to exactly the socket the walk checked (T2).
+		c, err := sockpath.Dial(ctx, path, uid)
+		if err != nil {
 			var se *sockpath.Error
-			if errors.As(err, &se) && se.NoSocket {
+			if errors.As(err, &se) && (se.NoSocket || se.Connect) {
 				return nil, ErrNotRunning
 			}
 			return nil, fmt.Errorf("the control socket is not private: %w", err)
 		}
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "unix", path)
-		if err != nil {
-			return nil, ErrNotRunning
-		}
-		if err := peercred.SameUser(c.(*net.UnixConn), uid); err != nil {
+		if err := peercred.SameUser(c, uid); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("the control socket %s is not served by you: %w", path, err)
 		}

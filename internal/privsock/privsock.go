@@ -19,12 +19,14 @@ import (
 	"github.com/collie-linux/collie/internal/sockpath"
 )
 
-// Listen listens on a new private Unix socket at path, for this process's user.
+// Listen listens on a new private Unix socket at path, for this process's
+// user. path must have the form the bridge accepts (sockpath.CheckForm:
+// absolute and clean, short enough for sun_path): it is refused, not
+// cleaned, so the agent listens on exactly the path the bridge walks (T2).
 func Listen(path string) (net.Listener, error) {
-	if !filepath.IsAbs(path) {
-		return nil, fmt.Errorf("the socket path %s is not absolute; give the full path", path)
+	if err := sockpath.CheckForm(path); err != nil {
+		return nil, err
 	}
-	path = filepath.Clean(path)
 	if err := ensureFolder(filepath.Dir(path)); err != nil {
 		return nil, err
 	}

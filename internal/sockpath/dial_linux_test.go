@@ -142,7 +142,7 @@ func TestDialT4(t *testing.T) {
 
 func isNoSocket(err error, reason string) bool {
 	var e *Error
-	return errors.As(err, &e) && e.NoSocket && e.Reason == reason
+	return errors.As(err, &e) && e.NoSocket && e.Reason == reason && e.Connect == strings.HasPrefix(reason, "nothing is listening")
 }
 
 // shortDir is a fresh folder with a short path: sun_path holds 107 bytes.

@@ -80,11 +80,11 @@ func connectError(path string, err error) *Error {
 	}
 	switch {
 	case errors.Is(err, unix.ECONNREFUSED):
-		return &Error{Path: path, Reason: "nothing is listening at " + path + "; start the agent (or its .socket unit)", NoSocket: true, Err: err}
+		return &Error{Path: path, Reason: "nothing is listening at " + path + "; start the agent (or its .socket unit)", NoSocket: true, Connect: true, Err: err}
 	case errors.Is(err, unix.ENOENT):
-		return &Error{Path: path, Reason: "no socket at " + path, NoSocket: true, Err: err}
+		return &Error{Path: path, Reason: "no socket at " + path, NoSocket: true, Connect: true, Err: err}
 	}
-	return &Error{Path: path, Reason: "cannot connect to " + path + ": " + inner.Error(), Err: err}
+	return &Error{Path: path, Reason: "cannot connect to " + path + ": " + inner.Error(), Connect: true, Err: err}
 }
 
 // checkAbove applies the T3 rule for a folder above the socket's folder. Its

@@ -36,6 +36,9 @@ type Error struct {
 	// missing, or nothing listens on the socket (T4). That means the durable
 	// agent is not running: it is not a privacy error.
 	NoSocket bool
+	// Connect is true when every part of the path passed and connecting
+	// to the socket failed (Dial only).
+	Connect bool
 	// Err is the underlying system error, if any, for errors.Is.
 	Err error
 }

@@ -60,7 +60,7 @@ func dial(ctx context.Context, path string, uid int, passed func(part string)) (
 		if e := connectError(path, err); !e.NoSocket || !procMissing() {
 			return nil, e
 		}
-		return nil, &Error{Path: path, Reason: "cannot connect to " + path + ": /proc is not mounted, and the bridge connects through /proc/self/fd to the very socket it checked; mount procfs at /proc", Err: err}
+		return nil, &Error{Path: path, Reason: "cannot connect to " + path + ": /proc is not mounted, and the bridge connects through /proc/self/fd to the very socket it checked; mount procfs at /proc", Connect: true, Err: err}
 	}
 	return c.(*net.UnixConn), nil
 }

@@ -15,6 +15,8 @@ import (
 	"log/slog"
 	"path"
 	"slices"
+
+	"github.com/collie-linux/collie/internal/sockpath"
 )
 
 // Version is the version of sources.json this package reads and writes.
@@ -32,6 +34,14 @@ type Source struct {
 	// CAFile is a PEM file of extra roots for an agent whose certificate a
 	// private CA signed; the system roots are trusted as well.
 	CAFile string `json:"caFile,omitempty"`
+
+	// Refused, set by Load, says why the bridge never connects to this
+	// entry: its socket path is not in the one form the bridge accepts
+	// (T2, sockpath.CheckForm). Load keeps the entry, so the other agents
+	// still load and the file is not rewritten; Save writes it back as it
+	// was, until the user fixes or detaches it. The socket client refuses
+	// such a path too, with the same reason.
+	Refused string `json:"-"`
 }
 
 // Transport names how the bridge reaches s: "socket" or "https".
@@ -93,6 +103,27 @@ func (s Source) tokenNote() string {
 // Validate reports what is wrong with s, in a sentence that says what to do.
 // Its errors never contain the token or the URL.
 func (s Source) Validate() error {
+	if err := s.validate(); err != nil {
+		return err
+	}
+	return s.checkSocketPath()
+}
+
+// checkSocketPath refuses a socket path that is not in the form the bridge
+// walks and connects to (T2): relative, or not clean (x/../desk/a.sock,
+// doubled or trailing slashes), or with a control byte, or too long.
+func (s Source) checkSocketPath() error {
+	if s.Socket == "" {
+		return nil
+	}
+	if err := sockpath.CheckForm(s.Socket); err != nil {
+		return fmt.Errorf("durable agent %s: %w", s.Name, err)
+	}
+	return nil
+}
+
+// validate is Validate without the form of the socket path.
+func (s Source) validate() error {
 	if err := CheckName(s.Name); err != nil {
 		return err
 	}
@@ -101,8 +132,6 @@ func (s Source) Validate() error {
 		return fmt.Errorf("durable agent %s has both a socket and a URL; keep one", s.Name)
 	case s.Socket == "" && s.URL == "":
 		return fmt.Errorf("durable agent %s has neither a socket nor a URL; give one", s.Name)
-	case s.Socket != "" && !path.IsAbs(s.Socket):
-		return fmt.Errorf("the socket path %s of durable agent %s is not absolute; give the full path", s.Socket, s.Name)
 	case s.Socket != "" && s.Token != "":
 		// The socket's path is its only gate (T1); a token there would be
 		// sent nowhere and only suggest a protection that is not there.
@@ -187,11 +216,16 @@ func (f *File) Remove(name string) error {
 	return fmt.Errorf("no durable agent named %s is attached; see: collie durable list", name)
 }
 
-// Validate checks every source and that no name appears twice.
+// Validate checks every source and that no name appears twice. An entry
+// Load refused (Refused set) is checked but for its socket path.
 func (f *File) Validate() error {
 	seen := make(map[string]bool, len(f.Sources))
 	for i, s := range f.Sources {
-		if err := s.Validate(); err != nil {
+		check := s.Validate
+		if s.Refused != "" {
+			check = s.validate
+		}
+		if err := check(); err != nil {
 			return fmt.Errorf("source %d: %w", i+1, err)
 		}
 		if seen[s.Name] {
@@ -200,4 +234,19 @@ func (f *File) Validate() error {
 		seen[s.Name] = true
 	}
 	return nil
+}
+
+// refuseSocketPaths marks each entry whose socket path is not in the form
+// the bridge accepts, with a sentence that says what to do in the file at
+// path; the others are left as they are.
+func (f *File) refuseSocketPaths(path string) {
+	for i := range f.Sources {
+		s := &f.Sources[i]
+		if s.validate() != nil {
+			continue // a bad entry of another kind: Validate says so
+		}
+		if err := s.checkSocketPath(); err != nil {
+			s.Refused = err.Error() + "; fix it in " + path + ", or attach the agent again: collie durable detach " + s.Name + " && collie durable attach " + s.Name + " --socket FULL-PATH"
+		}
+	}
 }

@@ -54,7 +54,9 @@ func TestSourceValidate(t *testing.T) {
 		{"K5_bad_name", Source{Name: "Desk", Socket: "/s"}, `the durable agent name "Desk" is not allowed; use 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit`},
 		{"K5_both_transports", Source{Name: "x", Socket: "/s", URL: "https://a"}, "durable agent x has both a socket and a URL; keep one"},
 		{"K5_no_transport", Source{Name: "x", Token: token}, "durable agent x has neither a socket nor a URL; give one"},
-		{"T3_relative_socket", Source{Name: "x", Socket: "desk/app.sock"}, "the socket path desk/app.sock of durable agent x is not absolute; give the full path"},
+		{"T2_relative_socket", Source{Name: "x", Socket: "desk/app.sock"}, "durable agent x: the socket path desk/app.sock is not absolute; give the full path"},
+		{"T2_nonclean_socket", Source{Name: "x", Socket: "/run/user/1000/x/../desk/a.sock"}, `durable agent x: the socket path /run/user/1000/x/../desk/a.sock is not in clean form; write it without "." or ".." parts and without doubled or trailing slashes, as the agent listens on it`},
+		{"T2_trailing_slash_socket", Source{Name: "x", Socket: "/run/user/1000/desk/a.sock/"}, `durable agent x: the socket path /run/user/1000/desk/a.sock/ is not in clean form; write it without "." or ".." parts and without doubled or trailing slashes, as the agent listens on it`},
 		{"T1_socket_with_token", Source{Name: "x", Socket: "/s", Token: token}, "durable agent x has a socket and a token, but a socket carries no token; remove the token"},
 	}
 	for _, tt := range tests {

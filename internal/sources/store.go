@@ -45,6 +45,7 @@ func Load(path string) (File, error) {
 		problem = checkVersion(f.Version)
 	}
 	if problem == "" {
+		f.refuseSocketPaths(path)
 		if err := f.Validate(); err != nil {
 			problem = "has a bad entry (" + err.Error() + ")"
 		}

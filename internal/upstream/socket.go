@@ -2,12 +2,9 @@ package upstream
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"syscall"
 	"time"
 
 	"github.com/collie-linux/collie/internal/peercred"
@@ -39,31 +36,18 @@ func NewSocket(path string, uid int) Client {
 	}
 }
 
-// dial runs the T2 walk, connects, and refuses a listener that is not ours.
+// dial runs the T2 walk and connects to exactly the socket it checked,
+// then refuses a listener that is not ours.
 func (s *socketDialer) dial(ctx context.Context, _, _ string) (net.Conn, error) {
-	if err := sockpath.Check(s.path, s.uid); err != nil {
-		return nil, &Unreachable{Reason: err.Error(), Err: err}
-	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", s.path)
+	c, err := sockpath.Dial(ctx, s.path, s.uid)
 	if err != nil {
-		return nil, &Unreachable{Reason: dialReason(s.path, err), Err: err}
+		return nil, &Unreachable{Reason: err.Error(), Err: err}
 	}
 	// The peer of a socket-activated listener is the systemd user manager
 	// that made it: only its uid means something.
-	if err := peercred.SameUser(c.(*net.UnixConn), s.uid); err != nil {
+	if err := peercred.SameUser(c, s.uid); err != nil {
 		c.Close()
 		return nil, &Unreachable{Reason: fmt.Sprintf("the socket's listener is not you: %v", err), Err: err}
 	}
 	return c, nil
-}
-
-func dialReason(path string, err error) string {
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return "no socket at " + path
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "nothing is listening at " + path + "; start the agent (or its .socket unit)"
-	}
-	return fmt.Sprintf("cannot connect to %s: %v", path, err)
 }
