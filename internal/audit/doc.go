@@ -8,13 +8,20 @@
 //
 //	content, err := audit.ParseContent(os.Getenv("COLLIE_AUDIT_CONTENT"))
 //	log, opened, err := audit.Open(audit.Options{Dir: paths.State, Content: content})
-//	// log one line per opened.Tightened, and one if opened.Torn
+//	// log one warning per opened.Tightened and per opened.Repaired
 //	who := audit.Who{Session: agentName, Device: deviceID}
 //	rc, err := log.Record(who, audit.AnswerOf(req, audit.OK))
 //	rc, err := log.Record(who, audit.SendOf(req, audit.Refused("text-too-long")))
 //
-// Record returns an error to log and otherwise ignore: the log blocks
-// nothing (A5). The receipt it returns for a tap can go back to the device
+// A write forwarded to the agent is noted before it goes and its outcome
+// after (see "Writes in flight"):
+//
+//	p, err := log.Begin(who, audit.SendOf(req, audit.Result{}))
+//	// forward the write to the agent
+//	rc, err := p.End(audit.OK) // or audit.Failed(reason), audit.Refused(reason)
+//
+// Record and Begin return an error to log and otherwise ignore: the log
+// blocks nothing (A5). The receipt it returns for a tap can go back to the device
 // at once (Receipt.ID); later the device fetches it with Receipt or
 // Receipts.
 //
@@ -34,6 +41,19 @@
 // characters are written as \u escapes, so a line is short, whole and
 // safe to cat.
 //
+// # Reading a line
+//
+// ParseLine accepts a line only byte for byte as the writer writes it:
+// keys in their exact case, each once, time, session, device and event
+// first and prev last, the event's fields in A3's order, no whitespace,
+// strings escaped exactly as appendString escapes them, numbers and the
+// time in their one form. Verify, collie audit, the writer's own start
+// (readHead) and the receipts' recovery all read lines with it, so a line
+// reformatted, with a CR or a space added, a key in another case or given
+// twice, a NUL, or a blank line is never read some other way: it is not a
+// record, and Verify names its file and line. receipts.jsonl is read the
+// same way (parseReceipt).
+//
 // # The chain
 //
 // prev is the hex SHA-256 of the previous line's bytes without its
@@ -41,11 +61,42 @@
 // ("collie audit log v1"). Verify names the first line whose prev is not
 // the hash of the record before it, and says whether that looks like an
 // edit or removal (prev matches no line), an insertion (it matches an
-// earlier line) or a reorder (a later one), and checks each record's
-// fields against A3 (CheckFields). It cannot see an edit of the last line
-// or a log rewritten whole with every prev recomputed; both change
-// Report.Head, which is why collie audit verify prints it: noted
-// elsewhere, the head anchors the chain.
+// earlier line) or a reorder (a later one, or a genesis record after
+// others: rotated files put in another order), and checks each record's
+// fields against A3 (CheckFields). By itself the chain cannot see the
+// last records removed, an edit of the last line, or a log rewritten
+// whole with every prev recomputed: the chain has no key. Anchors do.
+//
+// # Anchors
+//
+// With Options.Anchor set, the Log hands out the chain's head (the hash
+// of the newest record, its time and the state folder) every AnchorEvery
+// records (16) and at Close, after the line is written and, with fsync
+// on, on disk or SyncWait passed. The daemon writes each to the journal,
+// MESSAGE_ID journal.MsgAuditAnchor, and collie audit verify reads them
+// back with journalctl (entries of the user's own _UID, which journald
+// sets) and calls Report.CheckAnchors: every anchored record must be in
+// the log. This catches
+//   - truncation after an anchor: records removed from the end, up to or
+//     past an anchored one;
+//   - the log rewritten with its hashes recomputed anywhere before the
+//     newest anchor (the anchored record's hash covers everything before
+//     it), or removed or emptied.
+//
+// It cannot catch
+//   - records after the newest anchor removed or changed (up to 15, more
+//     if the daemon was killed before Close): Verify reports how many
+//     records are not anchored yet (AnchorCheck.Unanchored);
+//   - an attacker who can also rewrite or remove the journal (root, or
+//     whoever can write its files; journalctl --verify checks the
+//     journal's own seal where Forward Secure Sealing is set up);
+//   - anything once the journal has rotated the anchors away (its size
+//     and time limits), or where no journal runs: Verify then says so
+//     and checks the file on its own; it does not fail for that.
+//
+// Forged extra anchors can only make Verify fail, never pass. An anchor
+// older than every record of a log that continues from a rotated file no
+// longer kept is counted apart (AnchorCheck.RotatedAway).
 //
 // # Appends and torn lines
 //
@@ -54,17 +105,41 @@
 // processes writing the same log take too. Under the lock one lstat of
 // audit.log tells whether another process appended (its size is not the
 // one we left) or rotated it (its inode changed): then the Log reads the
-// new head or reopens. A crash during a write can leave a last line
-// without its newline. Open keeps those bytes (the log is never
-// truncated, so it can be append-only, chattr +a) and notes Opened.Torn;
-// the next write starts with "\n", so the fragment stands on a line of
-// its own, and its prev is the hash of the last whole record, which Open
-// finds from the end of the file. Verify reports such a fragment in
-// Report.Torn, not as tampering: it is recognised as what a cut-short
-// write looks like (it begins with {"time":" and does not end with }),
-// and a line of junk put in the place of a removed record still breaks
-// the chain at the next line. A fragment that is a whole record without
-// its newline counts as a record.
+// new head or reopens. A write that fails (a full disk: part of a line,
+// or all of it but the newline) is cut back off (ftruncate to the old
+// size), so the file is as it was and the next line chains to the record
+// before; if even that fails, the next append mends the end first or
+// writes nothing. No line is ever written after a fragment.
+//
+// A crash during a write can still leave a last line without its
+// newline. Before writing on, Open (and an append that finds another
+// process left one) mends the end of audit.log and reports it
+// (Opened.Repaired, Options.OnRepair: a warning line each): a fragment
+// that looks like a write cut short (the start of {"time":", or NUL
+// bytes, which a crash leaves where the size reached the disk before the
+// data) is cut off, and the warning quotes what was cut; a whole record
+// without its newline gets it; anything else is kept as evidence, ended
+// with a newline, and Verify names it. So only the last line of the
+// newest file can be torn: Verify reports it in Report.Torn, not as
+// tampering; anything else that is not a record, a torn-looking line in
+// the middle of a file or at the end of a rotated one included, is a
+// problem. Cutting a fragment off truncates the file, so a log made
+// append-only (chattr +a) with a torn end makes Open fail, saying so.
+//
+// # Writes in flight
+//
+// The log promises a line for every write the agent could have carried
+// out. Begin writes the event's line with the result "pending" before the
+// write is forwarded (and waits for fsync like Record); End writes it
+// again with the outcome and "intent", the hash of the pending line, and
+// files the receipt. A crash in between leaves a pending line without an
+// outcome: the agent may or may not have carried the write out. Verify
+// lists it in Report.Unfinished ("outcome unknown: the bridge stopped"),
+// not as tampering, and collie audit shows it once, with the result
+// "unknown"; a pending line whose outcome follows is shown only as its
+// outcome. An outcome naming no pending line before it, or one ended
+// twice, is a problem. Writes refused before they reach the agent have
+// no pending line: Record writes their one line.
 //
 // # fsync
 //
