@@ -151,3 +151,18 @@ func FuzzTerminalJSON(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkTerminal(b *testing.B) {
+	for _, c := range []struct{ name, s string }{
+		{"clean_ascii", strings.Repeat("the agent answered 503 Service Unavailable ", 8)},
+		{"hostile", strings.Repeat("x\x1b]0;pwned\x07\u202e\U000E0041 ", 16)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.s)))
+			b.ReportAllocs()
+			for b.Loop() {
+				Terminal(c.s)
+			}
+		})
+	}
+}
