@@ -9,9 +9,16 @@
 // (SO_PEERPIDFD). The pidfd pins the process: its pid cannot be given to
 // another process while the check runs, so a caller that exits and has its
 // pid reused cannot borrow another process's ancestry. Where the kernel is
-// older the check opens a pidfd itself (pidfd_open), which leaves the short
-// window between connect and that call; without pidfds at all (before 5.3)
-// it compares the process's start time before and after reading /proc.
+// older, or gives no pidfd for a caller that has exited, the check opens a
+// pidfd itself (pidfd_open), which pins whatever process has the pid by
+// then; without pidfds at all (before 5.3) it compares the process's start
+// time before and after reading /proc. Either way the process judged must
+// have started no later than the connection was accepted (its start time in
+// /proc/PID/stat, field 22, against CLOCK_BOOTTIME taken at accept by
+// Listener, to the 10 ms of a clock tick): one that started later took the
+// pid of a caller that exited (C3). The same holds up the parent walk: each
+// parent is read by pid with a pidfd held across the read, and must have
+// started no later than its child; otherwise the link counts as broken.
 //
 // A caller is refused when
 //
@@ -27,7 +34,10 @@
 //     user's cgroup tree (see the README's security section);
 //   - anything needed for the answer cannot be read (/proc unreadable, the
 //     agent in the root cgroup, where every process of the machine sits),
-//     or the process is gone (or a zombie) before the check ends.
+//     or the process is gone (or a zombie) before the check ends;
+//   - without SO_PEERPIDFD: the process with its pid started after the
+//     connection was accepted, or the connection did not come through
+//     Listener, so the time of its accept is not known.
 //
 // Reads are not checked: anything that reached the socket may read.
 package callercheck

@@ -7,9 +7,32 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
+
+// userHZ is the unit of the start times in /proc/PID/stat: clock ticks of
+// USER_HZ, which is 100 on every Linux (sysconf(_SC_CLK_TCK)).
+const userHZ = 100
+
+// bootTime returns the time since boot, CLOCK_BOOTTIME: the clock of the
+// start times in /proc/PID/stat (in the reader's time namespace, as both are).
+func bootTime() time.Duration {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts) != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}
+
+// startedAfter reports whether a process that started at start (clock ticks
+// since boot) surely started after at: in a later tick. Within the tick of
+// at it cannot tell, and lets it be: reusing a pid within 10 ms of the
+// accept would take the whole pid space going round in that time.
+func startedAfter(start uint64, at time.Duration) bool {
+	return start > uint64(at/(time.Second/userHZ))
+}
 
 // Checker checks callers for one agent process.
 type Checker struct {
@@ -125,6 +148,18 @@ func (c *Checker) Check(conn syscall.Conn) (Caller, error) {
 		method = "start time"
 	}
 	who.Method = method
+	// Only SO_PEERPIDFD pins the process that connected. A pidfd opened by
+	// pid, or no pidfd at all, names whatever process has the pid now: the
+	// caller, or one that took its pid after it exited. That one started
+	// after the connection was accepted (C3).
+	var accepted time.Duration
+	pinnedAtConnect := method == "SO_PEERPIDFD"
+	if a, ok := conn.(acceptedConn); ok {
+		accepted = a.Accepted()
+	}
+	if !pinnedAtConnect && accepted <= 0 {
+		return who, refuse(who, "the kernel gave no pidfd for the caller (SO_PEERPIDFD) and the agent does not know when the connection was accepted, so it cannot tell the caller from a process that took its pid; serve the socket through callercheck.Listener; %s", answerElsewhere)
+	}
 
 	// The caller's parent: from the pidfd itself where the kernel answers
 	// PIDFD_GET_INFO (6.13), otherwise from /proc once the pidfd is known
@@ -149,6 +184,14 @@ func (c *Checker) Check(conn syscall.Conn) (Caller, error) {
 		if int(info.Tgid) != who.PID {
 			return who, refuse(who, "the caller's pidfd names process %d, not %d, so the agent cannot tell who it is; %s", info.Tgid, who.PID, answerElsewhere)
 		}
+		// The start time is only in /proc; the parent is the pidfd's.
+		var err error
+		if st, err = c.stat(who.PID, buf[:]); err != nil {
+			return who, c.unreadable(who, err, pidfd)
+		}
+		if st.State == 'Z' || st.State == 'X' {
+			return who, c.gone(who)
+		}
 		st.PPID = int(info.Ppid)
 	default:
 		if pidfd >= 0 {
@@ -169,7 +212,10 @@ func (c *Checker) Check(conn syscall.Conn) (Caller, error) {
 			return who, c.gone(who)
 		}
 	}
-	if err := c.walk(who, st.PPID, pidfd, buf[:]); err != nil {
+	if !pinnedAtConnect && startedAfter(st.StartTime, accepted) {
+		return who, refuse(who, "the process that has the caller's pid (%d) started after the connection was accepted, so it is not the caller: the caller exited and its pid was taken (C3); %s", who.PID, answerElsewhere)
+	}
+	if err := c.walk(who, st, pidfd, buf[:]); err != nil {
 		return who, err
 	}
 	if c.cgroup == "" {
@@ -205,13 +251,21 @@ func (c *Checker) Check(conn syscall.Conn) (Caller, error) {
 	return who, nil
 }
 
-// walk follows the parent links from ppid, the caller's parent, up to the
-// top and refuses the caller when the agent is among them. A link that
-// breaks during the walk (a parent exited, so its children were
+// walk follows the parent links from the caller (whose stat is caller) up
+// to the top and refuses the caller when the agent is among them. A link
+// that breaks during the walk (a parent exited, so its children were
 // re-parented) restarts it, a few times.
-func (c *Checker) walk(who Caller, ppid, pidfd int, buf []byte) error {
+//
+// Each parent is read by pid, so each is pinned while it is read: a pidfd
+// opened before the read and still alive after it shows that the pid named
+// one process throughout, and that process must have started no later than
+// the child that names it as parent. A parent that exited during the walk
+// and whose pid another process took fails one or the other, which breaks
+// the link rather than judging the other process's parents.
+func (c *Checker) walk(who Caller, caller procStat, pidfd int, buf []byte) error {
+	ppid, childStart := caller.PPID, caller.StartTime
 	for attempt := 0; attempt < 3; attempt++ {
-		p, broken := ppid, false
+		p, start, broken := ppid, childStart, false
 		for steps := 0; steps < 4096; steps++ {
 			if p == c.selfPID {
 				return refuse(who, "the caller (pid %d) was started by the agent (it is one of the agent's descendants); %s", who.PID, answerElsewhere)
@@ -219,15 +273,15 @@ func (c *Checker) walk(who Caller, ppid, pidfd int, buf []byte) error {
 			if p <= 1 {
 				break
 			}
-			st, err := c.stat(p, buf)
-			if errors.Is(err, os.ErrNotExist) {
-				broken = true
-				break
-			}
+			st, ok, err := c.parent(p, start, buf)
 			if err != nil {
 				return c.unreadable(who, err, -1)
 			}
-			p = st.PPID
+			if !ok {
+				broken = true
+				break
+			}
+			p, start = st.PPID, st.StartTime
 		}
 		if !broken {
 			return nil
@@ -237,9 +291,42 @@ func (c *Checker) walk(who Caller, ppid, pidfd int, buf []byte) error {
 		if err != nil {
 			return c.unreadable(who, err, pidfd)
 		}
-		ppid = st.PPID
+		ppid, childStart = st.PPID, st.StartTime
 	}
 	return refuse(who, "the caller's parents kept changing while the agent checked them, so it cannot tell whether it started the caller; %s", answerElsewhere)
+}
+
+// parent reads /proc/p/stat for the parent p of a child that started at
+// childStart, pinning p while it reads. ok is false when the link is
+// broken: p exited, or the process now at p started after the child, so it
+// took the pid of the child's parent.
+func (c *Checker) parent(p int, childStart uint64, buf []byte) (st procStat, ok bool, err error) {
+	pfd := -1
+	if !c.noPidfd {
+		switch fd, err := unix.PidfdOpen(p, 0); {
+		case err == nil:
+			pfd = fd
+			defer unix.Close(pfd)
+		case errors.Is(err, unix.ESRCH):
+			return procStat{}, false, nil
+		}
+	}
+	st, err = c.stat(p, buf)
+	if errors.Is(err, os.ErrNotExist) {
+		return procStat{}, false, nil
+	}
+	if err != nil {
+		return procStat{}, false, err
+	}
+	// Signal 0 only asks whether the process is still there; EPERM (a
+	// parent of another user, such as sudo) says it is.
+	if pfd >= 0 && errors.Is(unix.PidfdSendSignal(pfd, 0, nil, 0), unix.ESRCH) {
+		return procStat{}, false, nil // exited while read: the stat may be another's
+	}
+	if st.StartTime > childStart {
+		return procStat{}, false, nil
+	}
+	return st, true, nil
 }
 
 func (c *Checker) stat(pid int, buf []byte) (procStat, error) {

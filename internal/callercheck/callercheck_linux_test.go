@@ -49,6 +49,10 @@ func child(mode, addr string) int {
 			}
 		}
 		return connectAndHold(addr, false)
+	case "hold": // do nothing until stdin closes
+		var b [1]byte
+		os.Stdin.Read(b[:])
+		return 0
 	case "pidns-listen": // pid namespace: listen, check the test's connection, report
 		return listenInPidNS(addr)
 	}
@@ -91,11 +95,12 @@ func runSelf(mode, addr string, detach bool) int {
 // listenInPidNS runs in a new pid namespace whose /proc is still the
 // parent's: it cannot see the test process, which connects to it.
 func listenInPidNS(addr string) int {
-	l, err := net.Listen("unix", addr)
+	ul, err := net.Listen("unix", addr)
 	if err != nil {
 		fmt.Println("listen:", err)
 		return 1
 	}
+	l := Listener(ul)
 	fmt.Println("listening")
 	_, newErr := New()
 	c, err := l.Accept()
@@ -106,7 +111,7 @@ func listenInPidNS(addr string) int {
 	var b [1]byte
 	c.Read(b[:])
 	chk := &Checker{selfPID: os.Getpid(), uid: uint32(os.Getuid()), proc: "/proc", cgroup: "/nonexistent"}
-	_, err = chk.Check(c.(*net.UnixConn))
+	_, err = chk.Check(c.(*Conn))
 	fmt.Printf("new: %v\ncheck: %v\n", newErr, err)
 	return 0
 }
@@ -115,22 +120,23 @@ func listenInPidNS(addr string) int {
 func listen(t *testing.T) (net.Listener, string) {
 	t.Helper()
 	addr := fmt.Sprintf("@collie-callercheck-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-"))
-	l, err := net.Listen("unix", addr)
+	ul, err := net.Listen("unix", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
+	l := Listener(ul)
 	t.Cleanup(func() { l.Close() })
 	return l, addr
 }
 
 // start runs this binary in mode and returns the connection it made.
-func start(t *testing.T, l net.Listener, addr, mode string, attr *syscall.SysProcAttr) (*net.UnixConn, *exec.Cmd) {
+func start(t *testing.T, l net.Listener, addr, mode string, attr *syscall.SysProcAttr) (*Conn, *exec.Cmd) {
 	t.Helper()
 	return startBin(t, l, addr, os.Args[0], mode, attr)
 }
 
 // startAs is start in mode "connect" for another user, running exe.
-func startAs(t *testing.T, l net.Listener, addr, exe string, attr *syscall.SysProcAttr) (*net.UnixConn, *exec.Cmd) {
+func startAs(t *testing.T, l net.Listener, addr, exe string, attr *syscall.SysProcAttr) (*Conn, *exec.Cmd) {
 	t.Helper()
 	return startBin(t, l, addr, exe, "connect", attr)
 }
@@ -155,7 +161,7 @@ func publicCopy(t *testing.T) string {
 	return exe
 }
 
-func startBin(t *testing.T, l net.Listener, addr, exe, mode string, attr *syscall.SysProcAttr) (*net.UnixConn, *exec.Cmd) {
+func startBin(t *testing.T, l net.Listener, addr, exe, mode string, attr *syscall.SysProcAttr) (*Conn, *exec.Cmd) {
 	t.Helper()
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), "CALLERCHECK_CHILD="+mode, "CALLERCHECK_ADDR="+addr)
@@ -189,7 +195,7 @@ func startBin(t *testing.T, l net.Listener, addr, exe, mode string, attr *syscal
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
-	return r.c.(*net.UnixConn), cmd
+	return r.c.(*Conn), cmd
 }
 
 // checker is the real check for this process, with the cgroup rule pointed
@@ -230,7 +236,7 @@ func TestCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		_, err = checker(t, elsewhere).Check(s.(*net.UnixConn))
+		_, err = checker(t, elsewhere).Check(s.(*Conn))
 		wantRefused(t, err, "the caller is the agent itself")
 	})
 	t.Run("C2_child", func(t *testing.T) {
@@ -307,7 +313,7 @@ func TestCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		who, err := c.Check(s.(*net.UnixConn))
+		who, err := c.Check(s.(*Conn))
 		if err != nil {
 			t.Fatalf("an unrelated process was refused: %v", err)
 		}
@@ -357,7 +363,7 @@ func TestCheck(t *testing.T) {
 		defer conn.Close()
 		s, _ := l.Accept()
 		defer s.Close()
-		_, err = c.Check(s.(*net.UnixConn))
+		_, err = c.Check(s.(*Conn))
 		wantRefused(t, err, "run it as a systemd unit")
 	})
 	t.Run("C3_another_user", func(t *testing.T) {
@@ -456,10 +462,11 @@ func TestNew(t *testing.T) {
 // "refused_child" pretends the agent is this process's parent.
 func BenchmarkCheck(b *testing.B) {
 	addr := "@collie-callercheck-bench-" + strconv.Itoa(os.Getpid())
-	l, err := net.Listen("unix", addr)
+	ul, err := net.Listen("unix", addr)
 	if err != nil {
 		b.Fatal(err)
 	}
+	l := Listener(ul)
 	defer l.Close()
 	conn, err := net.Dial("unix", addr)
 	if err != nil {
@@ -471,7 +478,7 @@ func BenchmarkCheck(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	uc := s.(*net.UnixConn)
+	uc := s.(*Conn)
 	depth := 0
 	for p := os.Getpid(); p > 1; depth++ {
 		var buf [4096]byte

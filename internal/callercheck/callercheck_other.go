@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"syscall"
+	"time"
 )
 
 // Checker is the caller check; on this platform it cannot be made.
@@ -28,3 +29,5 @@ func (c *Checker) PeerPidfd() bool { return false }
 func (c *Checker) Check(syscall.Conn) (Caller, error) {
 	return Caller{}, &Refused{Reason: "the caller check is not available on " + runtime.GOOS + "; " + answerElsewhere}
 }
+
+func bootTime() time.Duration { return 0 }

@@ -302,6 +302,11 @@ func (s *Server) ServeTransport(ctx context.Context, l net.Listener, t Transport
 		defer cancel()
 		srv.Shutdown(sctx)
 	}()
+	if t.checked() {
+		// Each connection records when it was accepted, which the caller
+		// check needs where the kernel gives no pidfd for the caller (C3).
+		l = callercheck.Listener(l)
+	}
 	err := srv.Serve(l)
 	if errors.Is(err, http.ErrServerClosed) {
 		<-done
