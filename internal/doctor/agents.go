@@ -141,7 +141,8 @@ func agentServiceRow(ctx context.Context, sd Systemd, e *Env, name string) Row {
 // agentDownRow refines the row of a socket whose agent does not answer
 // (no socket, nothing listening, a connection cut) when it is a
 // collie-agent@NAME: a failed service or a refused config is said as such,
-// with the service's journal, instead of "enable the socket".
+// with the service's journal, instead of "enable the socket" and the raw
+// socket error (a connection cut as the agent died).
 func agentDownRow(ctx context.Context, e *Env, s sources.Source, reason string) (Row, bool) {
 	if unitOf(e, s.Socket) == "" {
 		return Row{}, false
@@ -150,10 +151,10 @@ func agentDownRow(ctx context.Context, e *Env, s sources.Source, reason string) 
 	switch {
 	case st.configErr != nil:
 		return fail("fix collie-agent@"+s.Name+"'s config as the agent-config row says; then: "+restartAgent(s.Name),
-			"%s: collie-agent@%s cannot start, its config is refused (see the agent-config row)", reason, s.Name), true
+			"the agent does not answer: collie-agent@%s cannot start, its config is refused (see the agent-config row)", s.Name), true
 	case st.serviceFailed():
 		return fail("see why: "+agentJournal(s.Name)+"; then: "+restartAgent(s.Name),
-			"%s: collie-agent@%s.service failed (%s)", reason, s.Name, st.service.Sub), true
+			"the agent does not answer: collie-agent@%s.service failed (%s)", s.Name, st.service.Sub), true
 	case st.unitsKnown && enabled(st.socket) && st.socket.Active != "active":
 		return warn("systemctl --user restart collie-agent@"+s.Name+".socket; if it stops again, see why: "+agentJournal(s.Name),
 			"%s: collie-agent@%s.socket is enabled but %s", reason, s.Name, st.socket.Active), true

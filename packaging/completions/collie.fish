@@ -30,7 +30,7 @@ complete -c collie -n '__fish_seen_subcommand_from verify' -F
 complete -c collie -n '__fish_seen_subcommand_from pair' -l no-qr -d 'Do not draw the QR code'
 complete -c collie -n '__fish_seen_subcommand_from devices; and not __fish_seen_subcommand_from revoke' -a revoke -d 'Cut a device off at once'
 complete -c collie -n '__fish_seen_subcommand_from doctor' -l check -x -d 'Run only one check' \
-    -a 'binary config sources durable-socket desk state-dir audit-log units linger journald daemon device-listener'
+    -a 'binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener'
 
 set -l durable_subs attach detach list
 complete -c collie -n "__fish_seen_subcommand_from durable; and not __fish_seen_subcommand_from $durable_subs" -a "$durable_subs"
