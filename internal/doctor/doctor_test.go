@@ -259,6 +259,10 @@ func TestSocketFix_T3_T4(t *testing.T) {
 		{"T4_no_socket_elsewhere", other, "no socket at /srv/x/x.sock", "start the agent that listens at /srv/x/x.sock", false},
 		{"T4_nothing_listening", desk, "nothing is listening at /run/user/1000/desk/app.sock; start the agent (or its .socket unit)",
 			"systemctl --user enable --now collie-agent@app.socket", false},
+		{"T2_not_clean", other, `the socket path /srv/x/../x/x.sock is not in clean form; write it without "." or ".." parts and without doubled or trailing slashes, as the agent listens on it`,
+			"attach the agent by the path it listens on, absolute and clean: collie durable detach x && collie durable attach x --socket FULL-PATH", true},
+		{"T2_relative", other, "the socket path x/x.sock is not absolute; give the full path",
+			"attach the agent by the path it listens on, absolute and clean: collie durable detach x && collie durable attach x --socket FULL-PATH", true},
 		{"L3_listener_not_you", desk, "the socket's listener is not you: peer uid 0, not 1000", "the socket is another user's; detach it: collie durable detach app", true},
 	}
 	for _, tt := range tests {

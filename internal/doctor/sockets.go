@@ -91,6 +91,10 @@ var socketFixes = []struct {
 	// warnOnly: the agent is down, which is not a privacy error (T4).
 	warnOnly bool
 }{
+	{re: regexp.MustCompile(`^the socket path (?:.+ )?(?:is not absolute|is not in clean form|has a control character|has a NUL byte|is \d+ bytes, more than)`), fix: func(_ *Env, s sources.Source, _ string) string {
+		// T2: the bridge walks and connects to the path as written.
+		return "attach the agent by the path it listens on, absolute and clean: collie durable detach " + s.Name + " && collie durable attach " + s.Name + " --socket FULL-PATH"
+	}},
 	{re: regexp.MustCompile(`^socket-not-private: (.+) is a symlink$`), fix: func(e *Env, s sources.Source, part string) string {
 		if part == filepath.Clean(s.Socket) {
 			return "rm " + part + " && " + restart(e, s)
