@@ -2,6 +2,7 @@ package journal
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"testing"
@@ -60,7 +61,7 @@ func TestPriorityAndMessage_L2(t *testing.T) {
 	}{
 		{"error_with_err", func(l *slog.Logger) { l.Error("reload failed", "err", errors.New("sources.json, line 2: bad")) },
 			journal.PriErr, "reload failed: sources.json, line 2: bad", [2]string{"ERR", "sources.json, line 2: bad"}},
-		{"above_error", func(l *slog.Logger) { l.Log(nil, slog.LevelError+4, "fatal") }, journal.PriErr, "fatal", [2]string{"SYSLOG_IDENTIFIER", "collie"}},
+		{"above_error", func(l *slog.Logger) { l.Log(context.Background(), slog.LevelError+4, "fatal") }, journal.PriErr, "fatal", [2]string{"SYSLOG_IDENTIFIER", "collie"}},
 		{"warning_agent_reason", func(l *slog.Logger) {
 			l.Warn("durable agent is unreachable", "agent", "demo", "reason", "no socket at /run/d.sock")
 		}, journal.PriWarning, "agent demo: durable agent is unreachable: no socket at /run/d.sock", [2]string{"REASON", "no socket at /run/d.sock"}},
