@@ -44,3 +44,6 @@ func siteOf(t *testing.T, srv *httptest.Server) *Site {
 	}
 	return NewSite("http", host, port)
 }
+
+// tlsState marks a test request as one that came over TLS.
+var tlsState tls.ConnectionState

@@ -57,7 +57,7 @@ func TestDeviceAnswerEndToEnd(t *testing.T) {
 	base, secret, _ := strings.Cut(p.URL, "/#pair=")
 	dev := &client{t: t, base: base}
 	var paired device.PairReply
-	if status := dev.call("POST", "/api/v1/pair", `{"secret":"`+secret+`","name":"e2e phone"}`, nil, &paired); status != 200 || paired.Code != p.Code {
+	if status := dev.call("POST", "/api/v1/pair", `{"secret":"`+secret+`","name":"e2e phone"}`, map[string]string{device.WriteHeader: "1"}, &paired); status != 200 || paired.Code != p.Code {
 		t.Fatalf("pair: %d %+v (collie pair showed %s)", status, paired, p.Code)
 	}
 	dev.cred = paired.Credential
