@@ -17,7 +17,12 @@ import (
 
 // Cred is what the kernel recorded about the process at the other end.
 type Cred struct {
-	PID      int32 // 0 when the peer's process is not visible from here
+	// PID is 0 when the peer's process is not visible from here. It is for
+	// log lines only: by the time it is read the peer may have exited and
+	// its pid gone to another process, so nothing here decides by it (the
+	// uid is recorded at connect and cannot change). The caller check of
+	// the durable agent pins the process; see internal/callercheck (C3).
+	PID      int32
 	UID, GID uint32
 }
 
