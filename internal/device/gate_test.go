@@ -61,7 +61,7 @@ func TestHostRefusedBeforeAnyRoute(t *testing.T) {
 				req.Host = host
 				req.Header.Set("Authorization", "Bearer "+f.cred)
 				req.Header.Set(WriteHeader, "1")
-				req.Header.Set("Origin", "http://"+host) // same-origin, for the page
+				req.Header.Set("Origin", "http://"+host)                      // same-origin, for the page
 				resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req) // a stream served would not end
 				if err != nil {
 					t.Fatal(err)
