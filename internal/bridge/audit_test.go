@@ -61,3 +61,53 @@ func TestAuditor(t *testing.T) {
 		t.Fatal("A3: the typed words of an answer are in the audit log")
 	}
 }
+
+// TestAuditorRefused: a refused write whose device is unknown or revoked
+// has its line, named without the credential; a coalesced line carries
+// its count; the log verifies with them (A1, A2, issue 9 items 6 and 7).
+func TestAuditorRefused(t *testing.T) {
+	dir := t.TempDir()
+	log, _, err := audit.Open(audit.Options{Dir: dir, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := Auditor{Log: log, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	send := &wire.SendRequest{RequestID: "r1", Conversation: "c", Text: "hello"}
+	refusals := []struct {
+		r    device.Refusal
+		want []string
+	}{
+		{device.Refusal{Device: device.UnknownDevice, Agent: "demo", Write: "send", Code: "not-paired", Reason: "this device is not paired", Count: 1},
+			[]string{`"device":"unknown"`, `"event":"send"`, `"result":"refused"`, `"reason":"not-paired: this device is not paired"`}},
+		{device.Refusal{Device: "d-revoked", Agent: "demo", Write: "answer", Code: "not-paired", Reason: "revoked", Count: 1},
+			[]string{`"device":"d-revoked"`, `"event":"answer"`}},
+		{device.Refusal{Device: device.NoDevice, Agent: "demo", Write: "send", Req: send, Code: "cross-site", Reason: "a write needs the header", Count: 37},
+			[]string{`"device":""`, `"requestId":"r1"`, `"count":37`, `"reason":"cross-site: a write needs the header"`}},
+	}
+	for _, r := range refusals {
+		a.Refused(r.r)
+	}
+	log.Close()
+	data, err := os.ReadFile(filepath.Join(dir, "audit.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != len(refusals) {
+		t.Fatalf("%d lines for %d refusals:\n%s", len(lines), len(refusals), data)
+	}
+	for i, r := range refusals {
+		for _, w := range r.want {
+			if !strings.Contains(lines[i], w) {
+				t.Errorf("line %d lacks %s: %s", i+1, w, lines[i])
+			}
+		}
+		if i < 2 && strings.Contains(lines[i], `"count"`) {
+			t.Errorf("a single refusal carries a count: %s", lines[i])
+		}
+	}
+	rep, err := audit.Verify(dir)
+	if err != nil || !rep.Intact() || rep.Records != len(refusals) {
+		t.Fatalf("verify: %+v %v", rep, err)
+	}
+}

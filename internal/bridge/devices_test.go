@@ -1,0 +1,26 @@
+package bridge
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"testing"
+
+	"github.com/collie-linux/collie/internal/device"
+)
+
+// TestDevicesNoneIsEmptyList: with no device paired, the list is [], not
+// null, so collie devices --json prints [] (issue 9 item 15).
+func TestDevicesNoneIsEmptyList(t *testing.T) {
+	store, err := device.OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Bridge{devices: store}
+	devs, err := b.Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := json.Marshal(devs); string(out) != "[]" {
+		t.Fatalf("no devices is %s, want []", out)
+	}
+}
