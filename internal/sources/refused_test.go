@@ -95,3 +95,15 @@ func TestAddRefusesSocketPaths(t *testing.T) {
 		t.Fatalf("Sources = %+v", f.Sources)
 	}
 }
+
+// TestLoadNameNotQuoted: a token in the name field of sources.json (32 to
+// 64 bytes fit the length rule) is not printed in Load's error (K5).
+// FuzzLoad found it; its input is kept in testdata/fuzz/FuzzLoad.
+func TestLoadNameNotQuoted(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "sources.json")
+	if err := os.WriteFile(file, []byte(`{"version": 1, "sources": [{"name": "`+token[:40]+`X", "socket": "/s"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(file)
+	checkErr(t, err, "load sources: "+file+" has a bad entry (source 1: the durable agent name is not allowed; use 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit); fix or remove "+file)
+}

@@ -154,7 +154,12 @@ func (s Source) validate() error {
 
 // CheckName reports whether name can name a durable agent: 1 to 64 bytes of
 // a-z, 0-9, '.', '_' and '-', starting with a letter or digit.
-func CheckName(name string) error {
+func CheckName(name string) error { return checkName(name, true) }
+
+// checkName is CheckName; with quote false its error leaves the name out,
+// for names read from sources.json, where a token may sit in the wrong
+// field (K5).
+func checkName(name string, quote bool) error {
 	const rule = "use 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit"
 	if name == "" {
 		return errors.New("a durable agent needs a name; " + rule)
@@ -167,6 +172,9 @@ func CheckName(name string) error {
 		c := name[i]
 		if 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || i > 0 && (c == '.' || c == '_' || c == '-') {
 			continue
+		}
+		if !quote {
+			return errors.New("the durable agent name is not allowed; " + rule)
 		}
 		return fmt.Errorf("the durable agent name %q is not allowed; %s", name, rule)
 	}
@@ -224,6 +232,9 @@ func (f *File) Validate() error {
 		check := s.Validate
 		if s.Refused != "" {
 			check = s.validate
+		}
+		if err := checkName(s.Name, false); err != nil {
+			return fmt.Errorf("source %d: %w", i+1, err)
 		}
 		if err := check(); err != nil {
 			return fmt.Errorf("source %d: %w", i+1, err)
