@@ -129,11 +129,37 @@ func TestDeviceAnswerEndToEnd(t *testing.T) {
 		t.Fatalf("A6: no receipt of the answer: %+v", receipts)
 	}
 
+	// A page on another name that resolves here (DNS rebinding) gets nothing.
+	rebind := &client{t: t, base: base, cred: dev.cred, host: "rebind.invalid:" + base[strings.LastIndex(base, ":")+1:]}
+	if status := rebind.call("GET", "/api/v1/state", "", nil, nil); status != http.StatusMisdirectedRequest {
+		t.Fatalf("issue 9 item 5: a request for another host name: %d", status)
+	}
+
 	// Revoking cuts the device off at once.
 	collie("devices", "revoke", paired.DeviceID)
 	if status := dev.call("GET", "/api/v1/state", "", nil, nil); status != 401 {
 		t.Fatalf("a revoked device still reads: %d", status)
 	}
+	// A write with the revoked credential, or a forged one, is a refused
+	// write with its line, naming the revoked device or "unknown", never
+	// the credential (A1, issue 9 item 7).
+	if status := dev.call("POST", "/api/v1/agents/demo/send", `{"requestId":"late","conversation":"main","text":"hi"}`, gate, nil); status != 401 {
+		t.Fatalf("a revoked device's write: %d", status)
+	}
+	forged := &client{t: t, base: base, cred: "forged-" + strings.Repeat("x", 40)}
+	if status := forged.call("POST", "/api/v1/agents/demo/abort", `{"requestId":"f1","conversation":"main"}`, gate, nil); status != 401 {
+		t.Fatalf("a forged credential's write: %d", status)
+	}
+	out := collie("audit", "--json")
+	for _, want := range []string{`"device":"` + paired.DeviceID + `","event":"send"`, `"device":"unknown","event":"abort"`} {
+		if !strings.Contains(strings.ReplaceAll(out, " ", ""), want) {
+			t.Fatalf("A1: no line with %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, dev.cred) || strings.Contains(out, forged.cred) {
+		t.Fatal("a credential is in the audit log")
+	}
+	collie("audit", "verify")
 }
 
 func questions(st device.State) (out []struct {
@@ -162,11 +188,15 @@ type client struct {
 	t    *testing.T
 	base string
 	cred string
+	host string // the Host header, when not base's
 }
 
 func (c *client) call(method, path, body string, hdr map[string]string, out any) int {
 	c.t.Helper()
 	req, _ := http.NewRequest(method, c.base+path, strings.NewReader(body))
+	if c.host != "" {
+		req.Host = c.host
+	}
 	if c.cred != "" {
 		req.Header.Set("Authorization", "Bearer "+c.cred)
 	}
