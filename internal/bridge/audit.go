@@ -16,8 +16,27 @@ type Auditor struct {
 	Logger *slog.Logger
 }
 
-// Write implements device.Recorder.
-func (a Auditor) Write(d device.Device, agent, write string, req wire.Request, result, reason string) {
+// Begin implements device.Recorder: the write's line with the result
+// "pending" goes to the log before the write goes to the agent, so a crash
+// in between leaves "outcome unknown" rather than nothing (A1, A5).
+func (a Auditor) Begin(d device.Device, agent, write string, req wire.Request) device.Outcome {
+	who := audit.Who{Session: agent, Device: d.ID}
+	p, err := a.Log.Begin(who, eventOf(write, req, audit.OK))
+	if err != nil {
+		a.Logger.Error("could not note a write in the audit log before forwarding it; the write goes ahead", "err", err, "agent", agent, "device", d.ID)
+	}
+	return outcome{p: p, log: a.Logger, who: who}
+}
+
+type outcome struct {
+	p   *audit.Pending
+	log *slog.Logger
+	who audit.Who
+}
+
+// End records how the write ended: "ok", "refused" by the agent, or
+// "failed".
+func (o outcome) End(result, reason string) {
 	r := audit.OK
 	switch result {
 	case audit.StatusRefused:
@@ -25,9 +44,8 @@ func (a Auditor) Write(d device.Device, agent, write string, req wire.Request, r
 	case audit.StatusFailed:
 		r = audit.Failed(reason)
 	}
-	ev := eventOf(write, req, r)
-	if _, err := a.Log.Record(audit.Who{Session: agent, Device: d.ID}, ev); err != nil {
-		a.Logger.Error("could not write the audit log; the write itself went ahead", "err", err, "agent", agent, "device", d.ID)
+	if _, err := o.p.End(r); err != nil {
+		o.log.Error("could not write the audit log; the write itself went ahead", "err", err, "agent", o.who.Session, "device", o.who.Device)
 	}
 }
 

@@ -14,7 +14,9 @@ import (
 )
 
 // TestAuditor: every device write lands in the audit log as its A3 event,
-// with the device and the agent, and typed words never do (A1–A3).
+// with the device and the agent, and typed words never do (A1–A3); its
+// intent is noted before it is forwarded, so a crash leaves an outcome
+// unknown rather than nothing (A5, issue 9 item 10).
 func TestAuditor(t *testing.T) {
 	dir := t.TempDir()
 	log, _, err := audit.Open(audit.Options{Dir: dir, NoSync: true})
@@ -40,22 +42,36 @@ func TestAuditor(t *testing.T) {
 		{"answer", nil, "answer"}, // refused before it could be read
 	}
 	for _, w := range writes {
-		a.Write(d, "demo", w.name, w.req, "refused", "because")
+		a.Begin(d, "demo", w.name, w.req).End("refused", "because")
 	}
+	// A write the bridge began but never ended (it stopped in between).
+	a.Begin(d, "demo", "send", &wire.SendRequest{RequestID: "r9", Conversation: "c", Text: "cut"})
 	log.Close()
 	data, err := os.ReadFile(filepath.Join(dir, "audit.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(lines) != len(writes) {
-		t.Fatalf("%d lines for %d writes:\n%s", len(lines), len(writes), data)
+	if len(lines) != 2*len(writes)+1 {
+		t.Fatalf("%d lines for %d writes, each an intent and an outcome, and one intent:\n%s", len(lines), len(writes), data)
 	}
 	for i, w := range writes {
-		l := lines[i]
-		if !strings.Contains(l, `"event":"`+w.event+`"`) || !strings.Contains(l, `"device":"d-1"`) || !strings.Contains(l, `"session":"demo"`) || !strings.Contains(l, `"refused"`) {
-			t.Errorf("A2/A3 line %d for %s: %s", i, w.name, l)
+		intent, end := lines[2*i], lines[2*i+1]
+		for _, l := range []string{intent, end} {
+			if !strings.Contains(l, `"event":"`+w.event+`"`) || !strings.Contains(l, `"device":"d-1"`) || !strings.Contains(l, `"session":"demo"`) {
+				t.Errorf("A2/A3 line for %s: %s", w.name, l)
+			}
 		}
+		if !strings.Contains(intent, `"pending"`) {
+			t.Errorf("A5: the line before forwarding %s is not pending: %s", w.name, intent)
+		}
+		if !strings.Contains(end, `"refused"`) || !strings.Contains(end, `"intent"`) {
+			t.Errorf("A5: the outcome of %s does not name its intent: %s", w.name, end)
+		}
+	}
+	rep, err := audit.Verify(dir)
+	if err != nil || !rep.Intact() || len(rep.Unfinished) != 1 {
+		t.Fatalf("verify: want intact with one write of unknown outcome: %+v %v", rep, err)
 	}
 	if strings.Contains(string(data), secret) {
 		t.Fatal("A3: the typed words of an answer are in the audit log")

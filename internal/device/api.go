@@ -33,15 +33,22 @@ type Backend interface {
 // Recorder writes the audit log: every write a device asks for, carried
 // out or refused (A1–A5).
 type Recorder interface {
-	// Write records a write that went to the agent, with how it ended
-	// ("ok", "refused" by the agent, "failed"). write is the write's name
-	// ("answer", "send", …).
-	Write(dev Device, agent, write string, req wire.Request, result string, reason string)
+	// Begin records a write about to be forwarded to the agent, before it
+	// is (an intent line); End on what it returns records how it ended
+	// ("ok", "refused" by the agent, "failed"). A crash between the two
+	// leaves the write as "outcome unknown" in the log. write is the
+	// write's name ("answer", "send", …).
+	Begin(dev Device, agent, write string, req wire.Request) Outcome
 	// Refused records writes the device API refused itself, before they
 	// reached an agent; r.Count > 1 stands for repeats coalesced.
 	Refused(r Refusal)
 	// Receipts lists a device's receipts since a time (A6).
 	Receipts(device string, since time.Time) ([]audit.Receipt, error)
+}
+
+// Outcome ends a write that Recorder.Begin noted.
+type Outcome interface {
+	End(result, reason string)
 }
 
 // Options configure the device API.
@@ -447,6 +454,10 @@ func (a *API) question(agent, conversation, id string) (wire.Question, bool) {
 func (a *API) forward(w http.ResponseWriter, ctx context.Context, d Device, agent, name string, req wire.Request, dec *Decision) bool {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
+	var out Outcome
+	if a.o.Audit != nil {
+		out = a.o.Audit.Begin(d, agent, name, req)
+	}
 	reply, err := a.o.Backend.Forward(ctx, agent, writeRoutes[name], req)
 	result, status, code := "ok", http.StatusOK, ""
 	var ref *upstream.Refused
@@ -459,12 +470,12 @@ func (a *API) forward(w http.ResponseWriter, ctx context.Context, d Device, agen
 	default:
 		result, status, code = "failed", http.StatusBadGateway, "agent-unreachable"
 	}
-	if a.o.Audit != nil {
+	if out != nil {
 		reason := ""
 		if err != nil {
 			reason = err.Error()
 		}
-		a.o.Audit.Write(d, agent, name, req, result, reason)
+		out.End(result, reason)
 	}
 	if err != nil {
 		apiError(w, status, code, err.Error())

@@ -26,6 +26,9 @@ type agentSide struct {
 	view     []control.AgentView
 	forwards []wire.Request
 	watching []bool
+	// onForward, when set, runs as a write reaches the agent, before it is
+	// taken.
+	onForward func()
 }
 
 func (b *agentSide) View() []control.AgentView {
@@ -35,6 +38,9 @@ func (b *agentSide) View() []control.AgentView {
 }
 
 func (b *agentSide) Forward(_ context.Context, agent, path string, req wire.Request) (*wire.WriteReply, error) {
+	if b.onForward != nil {
+		b.onForward()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if agent != "demo" {
@@ -59,13 +65,30 @@ func (b *agentSide) count() int {
 // auditLog records what the API reports to the audit log.
 type auditLog struct {
 	mu    sync.Mutex
+	begun []string
 	lines []string
 }
 
-func (a *auditLog) Write(d Device, agent, write string, req wire.Request, result, reason string) {
+// Begin notes the intent (in begun); the line goes to lines at End.
+func (a *auditLog) Begin(d Device, agent, write string, req wire.Request) Outcome {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.lines = append(a.lines, d.ID+" "+agent+" "+write+" "+result+" "+reason)
+	a.begun = append(a.begun, d.ID+" "+agent+" "+write)
+	return endFunc(func(result, reason string) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.lines = append(a.lines, d.ID+" "+agent+" "+write+" "+result+" "+reason)
+	})
+}
+
+type endFunc func(result, reason string)
+
+func (f endFunc) End(result, reason string) { f(result, reason) }
+
+func (a *auditLog) begins() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.begun...)
 }
 
 func (a *auditLog) Refused(r Refusal) {
@@ -260,6 +283,29 @@ func TestWriteGate(t *testing.T) {
 				t.Fatalf("A1: the audit line does not say refused: %q", f.audit.last())
 			}
 		})
+	}
+}
+
+// TestIntentBeforeForward: the audit log notes a write before the agent
+// gets it and records its outcome after, for writes the agent takes, the
+// agent refuses and for an agent that is not there (A1, A5; issue 9 item 10).
+func TestIntentBeforeForward(t *testing.T) {
+	f := newFixture(t)
+	var atForward []string
+	f.back.onForward = func() { atForward = f.audit.begins() }
+	for i, agent := range []string{"demo", "gone"} {
+		body := `{"requestId":"s` + itoa(i) + `","conversation":"c","text":"hello"}`
+		status, resp := f.do(t, "POST", "/api/v1/agents/"+agent+"/send", f.cred, body, writeHdr)
+		if want := map[string]int{"demo": 200, "gone": 404}[agent]; status != want {
+			t.Fatalf("send to %s: %d %s, want %d", agent, status, resp, want)
+		}
+		if len(atForward) != i+1 || atForward[i] != f.devID+" "+agent+" send" {
+			t.Fatalf("A5: at forward time the log had noted %q, want the send to %s", atForward, agent)
+		}
+		want := map[string]string{"demo": " send ok", "gone": " send refused"}[agent]
+		if !strings.Contains(f.audit.last(), want) {
+			t.Fatalf("A1: the outcome line %q lacks %q", f.audit.last(), want)
+		}
 	}
 }
 
