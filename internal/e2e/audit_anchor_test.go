@@ -66,7 +66,9 @@ func TestAuditAnchorsInJournal(t *testing.T) {
 	})
 	q := questions(st)[0]
 	gate := map[string]string{device.WriteHeader: "1"}
-	for i, rev := range []int64{q.Revision + 7, q.Revision} { // a refusal, then the answer: two records
+	// A refusal, then the answer: three records (the answer's intent and
+	// its outcome).
+	for i, rev := range []int64{q.Revision + 7, q.Revision} {
 		b, _ := json.Marshal(map[string]any{"requestId": "a" + string(rune('0'+i)), "conversation": "main", "question": q.ID, "revision": rev, "optionIds": []string{"yes"}})
 		dev.call("POST", "/api/v1/agents/demo/answer", string(b), gate, nil)
 	}
@@ -77,7 +79,7 @@ func TestAuditAnchorsInJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := must(collie("audit", "verify"))
-	if !strings.Contains(out, "intact: 2 records") || !strings.Contains(out, "anchors: 1 in the journal, 1 found in the log; 0 records after the newest") {
+	if !strings.Contains(out, "intact: 3 records") || !strings.Contains(out, "anchors: 1 in the journal, 1 found in the log; 0 records after the newest") {
 		t.Fatalf("collie audit verify of the log as written:\n%s", out)
 	}
 
