@@ -22,8 +22,8 @@ import (
 	"github.com/collie-linux/collie/internal/ask"
 	"github.com/collie-linux/collie/internal/callercheck"
 	"github.com/collie-linux/collie/internal/durable"
-	"github.com/collie-linux/collie/internal/journal"
 	"github.com/collie-linux/collie/internal/runcmd"
+	"github.com/collie-linux/collie/internal/systemd/journald"
 	"github.com/collie-linux/collie/internal/version"
 	"github.com/collie-linux/collie/internal/wire"
 )
@@ -67,7 +67,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// Every way out ends in fail: at PRIORITY=3 in the journal, with the
 	// agent's name, when the agent runs as a service; else on stderr.
 	fail := func(code int, format string, a ...any) int {
-		journal.Fatal(stderr, "collie-agent", fmt.Sprintf(format, a...), map[string]string{"agent": *name})
+		journald.Fatal(stderr, "collie-agent", fmt.Sprintf(format, a...), map[string]string{"agent": *name})
 		return code
 	}
 	if err := fs.Parse(args); err != nil {
@@ -95,7 +95,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s is valid\n", path)
 		return 0
 	}
-	log := journal.NewLogger("collie-agent", stderr, slog.LevelInfo).With("agent", *name)
+	log := journald.NewLogger("collie-agent", stderr, slog.LevelInfo).With("agent", *name)
 	if err := serve(sig, *name, *socket, path, log); err != nil {
 		return fail(1, "%v", err)
 	}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/audit"
-	"github.com/collie-linux/collie/internal/journal"
+	"github.com/collie-linux/collie/internal/systemd/journald"
 	sdjournal "github.com/coreos/go-systemd/v22/journal"
 )
 
@@ -26,7 +26,7 @@ import (
 func anchorToJournal(log *slog.Logger) func(audit.Anchor) {
 	return func(a audit.Anchor) {
 		log.Info("audit log anchored: its chain head is kept here for collie audit verify",
-			journal.MessageID(journal.MsgAuditAnchor), "audit_dir", a.Dir, "audit_head", a.Head,
+			journald.MessageID(journald.MsgAuditAnchor), "audit_dir", a.Dir, "audit_head", a.Head,
 			"audit_time", a.Time.UTC().Format(time.RFC3339Nano))
 	}
 }
@@ -57,7 +57,7 @@ func journalAnchors(ctx context.Context, getenv func(string) string, uid int) ([
 		return nil, fmt.Errorf("%w: %s is not installed", errNoJournal, bin)
 	}
 	cmd := exec.CommandContext(ctx, path, "-o", "json", "--no-pager", "-q", "--all",
-		"MESSAGE_ID="+journal.MsgAuditAnchor, "_UID="+strconv.Itoa(uid))
+		"MESSAGE_ID="+journald.MsgAuditAnchor, "_UID="+strconv.Itoa(uid))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

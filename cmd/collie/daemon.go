@@ -15,7 +15,7 @@ import (
 	"github.com/collie-linux/collie/internal/bridge"
 	"github.com/collie-linux/collie/internal/config"
 	"github.com/collie-linux/collie/internal/device"
-	"github.com/collie-linux/collie/internal/journal"
+	"github.com/collie-linux/collie/internal/systemd/journald"
 )
 
 func cmdDaemon(ctx context.Context, e *env, args []string) error {
@@ -69,9 +69,9 @@ func deviceListen(d config.Devices) *device.ListenConfig {
 // runBridge runs the daemon until ctx ends (SIGINT or SIGTERM, caught by
 // catchSignals); a SIGHUP on hup reloads sources.json once it is running.
 // An error that stops it before it is ready says "cannot start", one after
-// "stopped"; main reports either at PRIORITY=3 (journal.Fatal).
+// "stopped"; main reports either at PRIORITY=3 (journald.Fatal).
 func runBridge(ctx context.Context, e *env, hup <-chan os.Signal, paths config.Paths, devices *device.ListenConfig, level slog.Level) error {
-	log := journal.NewLogger("collie", e.stderr, level)
+	log := journald.NewLogger("collie", e.stderr, level)
 	n := newNotifier(log, func(state string) (bool, error) { return daemon.SdNotify(false, state) })
 	cannotStart := func(err error) error { return fmt.Errorf("the daemon cannot start: %w", err) }
 	content, err := audit.ParseContent(e.getenv("COLLIE_AUDIT_CONTENT"))

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/collie-linux/collie/internal/config"
-	"github.com/collie-linux/collie/internal/journal"
+	"github.com/collie-linux/collie/internal/systemd/journald"
 	"github.com/collie-linux/collie/internal/version"
 )
 
@@ -68,10 +68,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// in the journal (collie.service) at PRIORITY=3, else on stderr.
 	var ue usageError
 	if errors.As(err, &ue) {
-		journal.Fatal(stderr, "collie", ue.msg, nil)
+		journald.Fatal(stderr, "collie", ue.msg, nil)
 		return 2
 	}
-	journal.Fatal(stderr, "collie", err.Error(), nil)
+	journald.Fatal(stderr, "collie", err.Error(), nil)
 	return 1
 }
 

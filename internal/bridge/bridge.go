@@ -15,9 +15,9 @@ import (
 	"github.com/collie-linux/collie/internal/config"
 	"github.com/collie-linux/collie/internal/control"
 	"github.com/collie-linux/collie/internal/device"
-	"github.com/collie-linux/collie/internal/journal"
 	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/sources"
+	"github.com/collie-linux/collie/internal/systemd/journald"
 	"github.com/collie-linux/collie/internal/upstream"
 	"github.com/collie-linux/collie/internal/wire"
 )
@@ -110,7 +110,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 	if tightened, old, err := sources.Tighten(path); err != nil {
 		return fmt.Errorf("check %s: %w", path, err)
 	} else if tightened {
-		b.o.Log.Warn("sources.json was readable by others; set its mode to 0600", journal.MessageID(journal.MsgSourcesTightened), "path", path, "old_mode", fmt.Sprintf("%04o", old.Perm()))
+		b.o.Log.Warn("sources.json was readable by others; set its mode to 0600", journald.MessageID(journald.MsgSourcesTightened), "path", path, "old_mode", fmt.Sprintf("%04o", old.Perm()))
 	}
 	l, err := control.Listen(b.o.Paths.Control(), b.o.Log)
 	if err != nil {
@@ -127,7 +127,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 		return err
 	}
 	defer stopDevices()
-	b.o.Log.Info("collie daemon started", journal.MessageID(journal.MsgDaemonStarted), "control", b.o.Paths.Control(), "agents", len(b.Agents()), "devices", b.apiURL)
+	b.o.Log.Info("collie daemon started", journald.MessageID(journald.MsgDaemonStarted), "control", b.o.Paths.Control(), "agents", len(b.Agents()), "devices", b.apiURL)
 	b.o.Notify("READY=1\n" + b.statusLine())
 	err = control.Serve(ctx, l, b, b.o.Log)
 	b.o.Notify("STOPPING=1")
@@ -192,7 +192,7 @@ func (b *Bridge) start(s sources.Source) {
 	if err != nil {
 		// Kept in the list with its reason, not polled until it is fixed.
 		a.status.Reason, a.polled = cleanReason(err.Error()), nil
-		b.o.Log.Warn("durable agent is unreachable", journal.MessageID(journal.MsgAgentUnreachable), "agent", s.Name, "reason", a.status.Reason)
+		b.o.Log.Warn("durable agent is unreachable", journald.MessageID(journald.MsgAgentUnreachable), "agent", s.Name, "reason", a.status.Reason)
 		cancel()
 		close(a.done)
 		return
@@ -318,9 +318,9 @@ func (b *Bridge) record(a *agent, began time.Time, hello *wire.Hello, rd upstrea
 		return
 	}
 	if after.Reachable {
-		log.Info("durable agent is reachable", journal.MessageID(journal.MsgAgentReachable), "target", after.Target, "name", after.Agent)
+		log.Info("durable agent is reachable", journald.MessageID(journald.MsgAgentReachable), "target", after.Target, "name", after.Agent)
 	} else {
-		log.Warn("durable agent is unreachable", journal.MessageID(journal.MsgAgentUnreachable), "target", after.Target, "reason", after.Reason)
+		log.Warn("durable agent is unreachable", journald.MessageID(journald.MsgAgentUnreachable), "target", after.Target, "reason", after.Reason)
 	}
 	b.o.Notify(b.statusLine())
 }

@@ -15,11 +15,11 @@ import (
 	"os"
 	"time"
 
-	"github.com/collie-linux/collie/internal/journal"
 	"github.com/collie-linux/collie/internal/jsonstrict"
 	"github.com/collie-linux/collie/internal/peercred"
 	"github.com/collie-linux/collie/internal/privsock"
 	"github.com/collie-linux/collie/internal/sockpath"
+	"github.com/collie-linux/collie/internal/systemd/journald"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -88,7 +88,7 @@ func Listen(path string, log *slog.Logger) (net.Listener, error) {
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	return peercred.Listener(l, os.Getuid(), func(c peercred.Cred, err error) {
-		log.Warn("refused a control connection from another user", journal.MessageID(journal.MsgControlRefused), "pid", c.PID, "uid", c.UID, "err", err)
+		log.Warn("refused a control connection from another user", journald.MessageID(journald.MsgControlRefused), "pid", c.PID, "uid", c.UID, "err", err)
 	}), nil
 }
 

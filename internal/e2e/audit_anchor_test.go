@@ -10,7 +10,7 @@ import (
 
 	"github.com/collie-linux/collie/internal/control"
 	"github.com/collie-linux/collie/internal/device"
-	"github.com/collie-linux/collie/internal/journal"
+	"github.com/collie-linux/collie/internal/systemd/journald"
 	"github.com/collie-linux/collie/internal/systemdtest"
 )
 
@@ -75,7 +75,7 @@ func TestAuditAnchorsInJournal(t *testing.T) {
 	// Stopping the daemon anchors the head.
 	must(um.Systemctl(ctx, "stop", "collie.service"))
 	if _, err := um.WaitJournal(ctx, func(e systemdtest.JournalEntry) bool { return len(e["AUDIT_HEAD"]) == 64 },
-		"MESSAGE_ID="+journal.MsgAuditAnchor); err != nil {
+		"MESSAGE_ID="+journald.MsgAuditAnchor); err != nil {
 		t.Fatal(err)
 	}
 	out := must(collie("audit", "verify"))

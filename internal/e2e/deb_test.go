@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/doctor"
-	"github.com/collie-linux/collie/internal/journal"
+	"github.com/collie-linux/collie/internal/systemd/journald"
 	"github.com/collie-linux/collie/internal/systemdtest"
 )
 
@@ -190,8 +190,8 @@ func TestDebInstall_L1_L2_L4_R14(t *testing.T) {
 		}
 		return false
 	})
-	if started["PRIORITY"] != "6" || started["MESSAGE_ID"] != journal.MsgDaemonStarted || started["SYSLOG_IDENTIFIER"] != "collie" {
-		t.Errorf("L2: the start line is %v; want PRIORITY=6, MESSAGE_ID=%s, SYSLOG_IDENTIFIER=collie", started, journal.MsgDaemonStarted)
+	if started["PRIORITY"] != "6" || started["MESSAGE_ID"] != journald.MsgDaemonStarted || started["SYSLOG_IDENTIFIER"] != "collie" {
+		t.Errorf("L2: the start line is %v; want PRIORITY=6, MESSAGE_ID=%s, SYSLOG_IDENTIFIER=collie", started, journald.MsgDaemonStarted)
 	}
 	if w := userJournal(t, ctx, um, "-u", "collie", "-p", "warning"); len(w) > 0 {
 		t.Errorf("L2: journalctl --user -u collie -p warning shows %d lines while all is well: %v", len(w), w)
@@ -273,7 +273,7 @@ func TestDebInstall_L1_L2_L4_R14(t *testing.T) {
 				// T4: the daemon refuses the agent at its next poll and says
 				// why, as a warning with its MESSAGE_ID.
 				waitFor(t, 15*time.Second, "the unreachable warning in journalctl --user -u collie -p warning", func() bool {
-					for _, e := range userJournal(t, ctx, um, "-u", "collie", "-p", "warning", "MESSAGE_ID="+journal.MsgAgentUnreachable) {
+					for _, e := range userJournal(t, ctx, um, "-u", "collie", "-p", "warning", "MESSAGE_ID="+journald.MsgAgentUnreachable) {
 						if e["AGENT"] == "demo" && e["REASON"] == b.journal && e["PRIORITY"] == "4" {
 							return true
 						}

@@ -1,4 +1,4 @@
-package journal
+package journald
 
 import "log/slog"
 

@@ -1,7 +1,7 @@
-// Package journal sends the daemon's log/slog records to journald as native
+// Package journald sends the daemon's log/slog records to journald as native
 // entries, with a priority and one structured field per attribute, when
 // stderr is connected to the journal; elsewhere it writes text to stderr.
-package journal
+package journald
 
 import (
 	"context"
