@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/collie-linux/collie/internal/testenv"
 )
 
 // TestFailedAppend checks that a write cut short (a full disk) leaves
@@ -58,18 +60,10 @@ func TestFailedAppend(t *testing.T) {
 // until an append fails mid-line, and checks that the log is left whole
 // and goes on intact once there is room again (A5; issue 9 item 10).
 func TestFullDisk(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("TestFullDisk mounts a tmpfs and needs root; CI must run it")
-		}
-		t.Skip("mounting a small tmpfs needs root; run the tests as root to check a real full disk")
-	}
+	testenv.RequireRoot(t, "mount a small tmpfs; run the tests as root to check a real full disk")
 	mnt := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", mnt).CombinedOutput(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("mount tmpfs: %v: %s", err, out)
-		}
-		t.Skipf("cannot mount a tmpfs here (%v: %s)", err, out)
+		testenv.Unavailablef(t, "cannot mount a tmpfs here (%v: %s)", err, out)
 	}
 	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
 	dir := filepath.Join(mnt, "state")

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/collie-linux/collie/internal/testenv"
 )
 
 // The processes that call in these tests are this test binary started
@@ -384,7 +386,7 @@ func TestCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := cmd.Start(); err != nil {
-			t.Skipf("cannot make a pid namespace here: %v", err)
+			testenv.Unavailablef(t, "cannot make a pid namespace here: %v", err)
 		}
 		var buf [64]byte
 		n, _ := out.Read(buf[:])
@@ -424,9 +426,7 @@ func readAll(f interface{ Read([]byte) (int, error) }, buf []byte) (int, error) 
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Getuid() != 0 {
-		t.Skip("needs root (to start a process as another user or in another pid namespace)")
-	}
+	testenv.RequireRoot(t, "start a process as another user or in another pid namespace")
 }
 
 func kernelRelease() string {

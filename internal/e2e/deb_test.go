@@ -21,17 +21,8 @@ import (
 	"github.com/collie-linux/collie/internal/doctor"
 	"github.com/collie-linux/collie/internal/systemd/journald"
 	"github.com/collie-linux/collie/internal/systemdtest"
+	"github.com/collie-linux/collie/internal/testenv"
 )
-
-// unavailable skips the test with reason, or fails it under CI=true, where
-// tests that need the real thing must run.
-func unavailable(t *testing.T, reason string) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s (CI=true, so this fails instead of skipping)", reason)
-	}
-	t.Skip("skipped: " + reason)
-}
 
 // packageFiles are paths the package must install (L4).
 var packageFiles = []string{
@@ -65,18 +56,18 @@ var packageFiles = []string{
 func TestDebInstall_L1_L2_L4_R14(t *testing.T) {
 	began := time.Now()
 	if os.Geteuid() != 0 {
-		unavailable(t, "the install test needs root (it runs dpkg -i)")
+		testenv.Unavailable(t, "the install test needs root (it runs dpkg -i)")
 	}
 	for _, tool := range []string{"make", "go", "dpkg", "dpkg-query", "dpkg-buildpackage", "dh", "lintian"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			unavailable(t, tool+" is not installed (see .ci/deps)")
+			testenv.Unavailable(t, tool+" is not installed (see .ci/deps)")
 		}
 	}
 	// One install test at a time on a machine: two would install and
 	// remove the same package under each other.
 	lockDebTest(t)
 	if status := dpkgStatus(); status != "" {
-		unavailable(t, "the collie package is already on this machine ("+status+"); this test installs and removes it, so remove it first: dpkg --purge collie")
+		testenv.Unavailable(t, "the collie package is already on this machine ("+status+"); this test installs and removes it, so remove it first: dpkg --purge collie")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/collie-linux/collie/internal/testenv"
 )
 
 // md2man is the generator `make man` runs; keep the two in step.
@@ -41,7 +43,7 @@ func TestManPages_L4(t *testing.T) {
 				t.Errorf("%s is not what make man makes of %s; run make man", roff, src)
 			}
 			if manErr != nil {
-				unavailable(t, "man is not installed (Debian package man-db)")
+				testenv.Unavailable(t, "man is not installed (Debian package man-db)")
 			}
 			cmd := exec.Command(manCmd, "--warnings", "-E", "UTF-8", "-l", "-Tutf8", "-Z", roff)
 			cmd.Env = append(os.Environ(), "LC_ALL=C.UTF-8", "MANROFFSEQ=")

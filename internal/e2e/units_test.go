@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/collie-linux/collie/internal/testenv"
 )
 
 // TestUnitsVerify_L1_L2: every unit in systemd/, with its drop-ins,
@@ -16,7 +18,7 @@ import (
 func TestUnitsVerify_L1_L2(t *testing.T) {
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
-		unavailable(t, "systemd-analyze is not installed (Debian package systemd)")
+		testenv.Unavailable(t, "systemd-analyze is not installed (Debian package systemd)")
 	}
 	bin := build(t)
 	dir := t.TempDir()

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/collie-linux/collie/internal/testenv"
 )
 
 // TestOneVersion_R14: `make build` stamps both programs with the version
@@ -14,7 +16,7 @@ import (
 // Debian revision, and neither program has a second copy.
 func TestOneVersion_R14(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
-		unavailable(t, "make is not installed")
+		testenv.Unavailable(t, "make is not installed")
 	}
 	f, err := os.Open("../../debian/changelog")
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/collie-linux/collie/internal/testenv"
 )
 
 // otherUID is the user the child process drops to: nobody.
@@ -432,13 +434,7 @@ func (ch *child) wait(t *testing.T) string {
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("needs root to run a child process as another user, and CI runs as root")
-	}
-	t.Skip("needs root to run a child process as another user")
+	testenv.RequireRoot(t, "run a child process as another user")
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

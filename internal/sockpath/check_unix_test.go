@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/collie-linux/collie/internal/testenv"
 )
 
 // otherUID owns files in the tests that need another user.
@@ -390,13 +392,7 @@ func FuzzCheck(f *testing.F) {
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("needs root to chown files to another user, and CI runs as root")
-	}
-	t.Skip("needs root to chown files to another user")
+	testenv.RequireRoot(t, "chown files to another user")
 }
 
 // dir makes the folder name in parent with exactly mode, whatever the umask.

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/collie-linux/collie/internal/testenv"
 )
 
 // UserName is the account the user manager runs as; see the package doc.
@@ -123,10 +125,7 @@ func Start(t testing.TB) *UserManager {
 // tests that need the real thing must not pass in CI by skipping.
 func unavailable(t testing.TB, reason string) {
 	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("systemdtest: cannot run a systemd user manager: %s (CI=true, so this fails instead of skipping)", reason)
-	}
-	t.Skipf("systemdtest: skipped: cannot run a systemd user manager: %s", reason)
+	testenv.Unavailable(t, "systemdtest: cannot run a systemd user manager: "+reason)
 }
 
 func (um *UserManager) start(ctx context.Context) error {

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/collie-linux/collie/internal/testenv"
 )
 
 func testContext(t *testing.T) context.Context {
@@ -196,7 +198,7 @@ func TestSessionBus(t *testing.T) {
 	lap("Start")
 	ctx := testContext(t)
 	if um.BusAddress == "" {
-		t.Skip("no session bus: package dbus-user-session not installed")
+		testenv.Unavailable(t, "no session bus: package dbus-user-session is not installed (see .ci/deps)")
 	}
 	out, err := um.Run(ctx, "busctl", "--user", "get-property", "org.freedesktop.systemd1",
 		"/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager", "Version")
@@ -314,9 +316,7 @@ func describe(pids []int) []string {
 // TestUnavailable runs this test binary as nobody: Start must skip with
 // the reason, and fail instead under CI=true.
 func TestUnavailable(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run the test binary as nobody")
-	}
+	testenv.RequireRoot(t, "run the test binary as nobody")
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/durable"
+	"github.com/collie-linux/collie/internal/testenv"
 	"github.com/collie-linux/collie/internal/tlstest"
 	"github.com/collie-linux/collie/internal/wire"
 )
@@ -151,7 +152,7 @@ func TestHTTPSRedirectNotFollowed(t *testing.T) {
 	other := startTLSAgent(t, ca.Issue(t, "localhost", "127.0.0.2"), nil)
 	l2, err := net.Listen("tcp", "127.0.0.2:0")
 	if err != nil {
-		t.Skipf("no 127.0.0.2 on this machine: %v", err)
+		testenv.Unavailablef(t, "no 127.0.0.2 on this machine: %v", err)
 	}
 	l2.Close()
 	target := strings.Replace(other.URL, "localhost", "127.0.0.2", 1)

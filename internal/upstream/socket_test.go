@@ -18,6 +18,7 @@ import (
 
 	"github.com/collie-linux/collie/internal/durable"
 	"github.com/collie-linux/collie/internal/privsock"
+	"github.com/collie-linux/collie/internal/testenv"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -191,12 +192,7 @@ func TestSocketBadReplies(t *testing.T) {
 // TestPeerNotOurs: a socket whose file looks private but whose listener runs
 // as another user is refused after connecting (L3).
 func TestPeerNotOurs(t *testing.T) {
-	if os.Getuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI runs as root; this test needs root to run a listener as another user")
-		}
-		t.Skip("needs root to run a listener as another user")
-	}
+	testenv.RequireRoot(t, "run a listener as another user")
 	dir := filepath.Join(openDir(t), "desk")
 	os.Mkdir(dir, 0o777)
 	os.Chmod(dir, 0o777)
