@@ -13,19 +13,27 @@ import (
 // ErrTooLarge reports a reply over its cap (X4). The reply is refused whole.
 var ErrTooLarge = errors.New("reply is over its size cap")
 
+// ErrLength reports a body that does not match its Content-Length.
+var ErrLength = errors.New("the body does not match its Content-Length")
+
 // ReadCapped reads all of r, refusing it once it passes limit bytes. It reads
-// at most limit+1 bytes, so an endless body cannot hold the caller. A known
-// length (from Content-Length; -1 when unknown) over the cap is refused
-// before reading anything.
+// at most limit+1 bytes, so an endless body cannot hold the caller.
+//
+// length is the body's Content-Length, or -1 when unknown. A known length
+// over the cap is refused before reading anything. Under the cap, the body
+// is read straight into one buffer of exactly that length (no growing, no
+// second copy), and it must be exactly that long: a shorter body, or one
+// with a byte more, is refused with [ErrLength] (reading at most length+1
+// bytes, so a lying length never lets more than it through). An unknown
+// length grows a buffer as the body comes, up to the cap.
 func ReadCapped(r io.Reader, length int64, limit int) ([]byte, error) {
 	if length > int64(limit) {
 		return nil, fmt.Errorf("%w: %d bytes, the cap is %d", ErrTooLarge, length, limit)
 	}
-	grow := limit
 	if length >= 0 {
-		grow = int(length)
+		return readExactly(r, int(length))
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, min(grow, 64<<10)+1))
+	buf := bytes.NewBuffer(make([]byte, 0, min(limit, 64<<10)+1))
 	n, err := buf.ReadFrom(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
 		return nil, fmt.Errorf("read reply: %w", err)
@@ -34,6 +42,23 @@ func ReadCapped(r io.Reader, length int64, limit int) ([]byte, error) {
 		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
 	}
 	return buf.Bytes(), nil
+}
+
+// readExactly reads a body of exactly n bytes from r, and checks that
+// nothing follows: it reads into one buffer with room for one byte more,
+// which, if it comes, tells a body longer than its length.
+func readExactly(r io.Reader, n int) ([]byte, error) {
+	buf := make([]byte, n+1)
+	got, err := io.ReadFull(r, buf)
+	switch {
+	case got > n:
+		return nil, fmt.Errorf("%w: the body goes on past its %d bytes", ErrLength, n)
+	case got == n && (err == io.ErrUnexpectedEOF || err == io.EOF):
+		return buf[:n], nil
+	case err == io.ErrUnexpectedEOF || err == io.EOF:
+		return nil, fmt.Errorf("%w: the body ended after %d of its %d bytes", ErrLength, got, n)
+	}
+	return nil, fmt.Errorf("read reply: %w", err)
 }
 
 // DecodeHello decodes and cleans a hello reply of at most HelloCap bytes.

@@ -221,67 +221,6 @@ func unmark(s *Snapshot) {
 	}
 }
 
-// bigSnapshot makes a snapshot of about n bytes with many items.
-func bigSnapshot(n int, dirty bool) []byte {
-	text := "The build finished; 3 tests failed in package foo. See the log for details."
-	if dirty {
-		text = "The build\u200b finished\u202e; 3 tests\u0085 failed in päckage foo 😀. See the log."
-	}
-	var items []Item
-	size := 0
-	for i := 0; size < n; i++ {
-		it := Item{ID: "i" + strings.Repeat("x", i%5) + string(rune('a'+i%26)) + itoa(i), Kind: KindText, Role: "agent", Text: text}
-		items = append(items, it)
-		size += len(text) + 60
-	}
-	s := Snapshot{Spaces: []Space{{ID: "s", Title: "S", Tabs: []Tab{{ID: "t", Title: "T",
-		Conversations: []Conversation{{ID: "c", Title: "C", Items: items}}}}}}}
-	b, _ := json.Marshal(s)
-	return b
-}
-
-func itoa(i int) string {
-	var b [20]byte
-	n := len(b)
-	for {
-		n--
-		b[n] = byte('0' + i%10)
-		i /= 10
-		if i == 0 {
-			return string(b[n:])
-		}
-	}
-}
-
-func BenchmarkParseSnapshot4MiB(b *testing.B) {
-	for _, dirty := range []bool{false, true} {
-		data := bigSnapshot(4<<20-4096, dirty)
-		name := "clean"
-		if dirty {
-			name = "dirty"
-		}
-		b.Run("collie/"+name, func(b *testing.B) {
-			b.SetBytes(int64(len(data)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, _, err := DecodeSnapshot(bytes.NewReader(data), int64(len(data))); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run("encoding_json/"+name, func(b *testing.B) {
-			b.SetBytes(int64(len(data)))
-			b.ReportAllocs()
-			for b.Loop() {
-				var s Snapshot
-				if err := json.NewDecoder(bytes.NewReader(data)).Decode(&s); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
-
 // FuzzDecodeRequest: whatever a device or a local program sends as a write
 // body, decoding never panics, and a body it accepts encodes and decodes
 // again to the same request.
