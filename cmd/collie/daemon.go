@@ -7,14 +7,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
-
-	"github.com/coreos/go-systemd/v22/daemon"
 
 	"github.com/collie-linux/collie/internal/audit"
 	"github.com/collie-linux/collie/internal/bridge"
 	"github.com/collie-linux/collie/internal/config"
 	"github.com/collie-linux/collie/internal/device"
+	"github.com/collie-linux/collie/internal/systemd"
 	"github.com/collie-linux/collie/internal/systemd/journald"
 )
 
@@ -72,7 +70,7 @@ func deviceListen(d config.Devices) *device.ListenConfig {
 // "stopped"; main reports either at PRIORITY=3 (journald.Fatal).
 func runBridge(ctx context.Context, e *env, hup <-chan os.Signal, paths config.Paths, devices *device.ListenConfig, level slog.Level) error {
 	log := journald.NewLogger("collie", e.stderr, level)
-	n := newNotifier(log, func(state string) (bool, error) { return daemon.SdNotify(false, state) })
+	n := systemd.NewNotifier(log)
 	cannotStart := func(err error) error { return fmt.Errorf("the daemon cannot start: %w", err) }
 	content, err := audit.ParseContent(e.getenv("COLLIE_AUDIT_CONTENT"))
 	if err != nil {
@@ -97,7 +95,9 @@ func runBridge(ctx context.Context, e *env, hup <-chan os.Signal, paths config.P
 		Devices: devices,
 		Audit:   bridge.Auditor{Log: auditLog, Logger: log},
 	})
-	go watchdog(ctx, b, n, log)
+	// Each keep-alive takes the bridge's lock (Agents): a bridge stuck on
+	// it stops them, and systemd restarts the daemon (WatchdogSec=).
+	go n.Watchdog(ctx, func() { b.Agents() })
 	go reloadOnHUP(ctx, hup, n.Ready(), b.Reload, log)
 	if err := b.Run(ctx); err != nil {
 		select {
@@ -131,32 +131,6 @@ func reloadOnHUP(ctx context.Context, hup <-chan os.Signal, ready <-chan struct{
 				continue
 			}
 			log.Info("sources.json reloaded")
-		}
-	}
-}
-
-// watchdog sends WATCHDOG=1 at half the interval systemd asked for
-// (WatchdogSec= in collie.service), while the bridge still answers: a
-// bridge stuck on its lock stops the pings, and systemd restarts it. It
-// does nothing when no watchdog is set.
-func watchdog(ctx context.Context, b *bridge.Bridge, n *notifier, log *slog.Logger) {
-	every, err := daemon.SdWatchdogEnabled(false)
-	if err != nil {
-		log.Warn("the service watchdog setting cannot be read; not sending keep-alives", "err", err)
-		return
-	}
-	if every == 0 {
-		return
-	}
-	t := time.NewTicker(every / 2)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			b.Agents() // takes the bridge's lock: blocks if the bridge is stuck
-			n.Notify(daemon.SdNotifyWatchdog)
 		}
 	}
 }

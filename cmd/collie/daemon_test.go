@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 	"strings"
@@ -14,43 +13,6 @@ import (
 	"github.com/collie-linux/collie/internal/bridge"
 	"github.com/collie-linux/collie/internal/config"
 )
-
-// TestNotifyFailureLoggedOnce_L2: a failed sd_notify is logged once, at
-// error, with the state it was for and the reason; later failures are
-// not logged again; without a failure nothing is logged (issue 9 item 14).
-func TestNotifyFailureLoggedOnce_L2(t *testing.T) {
-	var buf bytes.Buffer
-	log := slog.New(slog.NewTextHandler(&buf, nil))
-	fails := true
-	n := newNotifier(log, func(string) (bool, error) {
-		if fails {
-			return false, errors.New("connect: no such file or directory")
-		}
-		return true, nil
-	})
-	n.Notify("READY=1\nSTATUS=1 of 1 agents reachable")
-	n.Notify("WATCHDOG=1")
-	n.Notify("STATUS=0 of 1 agents reachable")
-	out := buf.String()
-	if strings.Count(out, "\n") != 1 || !strings.Contains(out, "level=ERROR") || !strings.Contains(out, `state="READY=1"`) ||
-		!strings.Contains(out, `err="connect: no such file or directory"`) || !strings.Contains(out, "sd_notify") {
-		t.Errorf("want one error line naming READY=1 and the reason; got:\n%s", out)
-	}
-	select {
-	case <-n.Ready():
-	default:
-		t.Error("READY=1 was asked for, but Ready is not closed")
-	}
-
-	buf.Reset()
-	fails = false
-	quiet := newNotifier(log, func(string) (bool, error) { return false, nil }) // no NOTIFY_SOCKET
-	quiet.Notify("READY=1")
-	quiet.Notify("WATCHDOG=1")
-	if buf.Len() != 0 {
-		t.Errorf("logged without a failure: %s", buf.String())
-	}
-}
 
 // TestHUPBeforeReady_L2: a SIGHUP that comes while the daemon starts is
 // neither lost nor acted on early: reload runs only once the bridge is
