@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/durable"
+	"github.com/collie-linux/collie/internal/durable/board"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -24,11 +25,11 @@ import (
 // with the check on.
 type agent struct {
 	path  string
-	board *durable.Board
+	board *board.Board
 	hc    *http.Client
 }
 
-func startAgent(t *testing.T, o durable.BoardOptions) *agent {
+func startAgent(t *testing.T, o board.Options) *agent {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "ask-")
 	if err != nil {
@@ -47,7 +48,7 @@ func startAgent(t *testing.T, o durable.BoardOptions) *agent {
 	}
 	o.Space, o.Tab = wire.Space{ID: "main", Title: "A"}, wire.Space{ID: "main", Title: "Main"}
 	o.Main.ID, o.Main.Title = "main", "Questions"
-	b, err := durable.NewBoard(srv, o)
+	b, err := board.New(srv, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,15 +66,16 @@ func startAgent(t *testing.T, o durable.BoardOptions) *agent {
 func (a *agent) open(t *testing.T) wire.Question {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for ; time.Now().Before(deadline); <-tick.C {
 		for _, c := range a.board.Snapshot().Spaces[0].Tabs[0].Conversations {
 			if len(c.Questions) > 0 {
 				return c.Questions[0]
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatal("no question was asked")
+	t.Fatal("no question was asked within 10s")
 	return wire.Question{}
 }
 
@@ -130,7 +132,7 @@ func wait(t *testing.T, ch <-chan askResult) askResult {
 }
 
 func TestAskKindsD1(t *testing.T) {
-	a := startAgent(t, durable.BoardOptions{})
+	a := startAgent(t, board.Options{})
 	tests := []struct {
 		name   string
 		args   []string
@@ -186,7 +188,7 @@ func ans(q wire.Question, opt string) wire.AnswerRequest {
 }
 
 func TestAskOutcomes(t *testing.T) {
-	a := startAgent(t, durable.BoardOptions{})
+	a := startAgent(t, board.Options{})
 	t.Run("default_deny_on_timeout", func(t *testing.T) {
 		start := time.Now()
 		r := wait(t, runAsk(a, "", "--yes-no", "--timeout", "1s", "Quick one?"))
@@ -200,8 +202,10 @@ func TestAskOutcomes(t *testing.T) {
 	t.Run("D9_tool_call_key", func(t *testing.T) {
 		first := runAsk(a, "", "--yes-no", "--tool-call", "deploy-42", "Deploy 42?")
 		q := a.open(t)
-		second := runAsk(a, "", "--yes-no", "--tool-call", "deploy-42", "Deploy 42?")
-		time.Sleep(200 * time.Millisecond)
+		second := runAsk(a, "", "--yes-no", "--json", "--tool-call", "deploy-42", "Deploy 42?")
+		// Whenever the second ask reaches the agent, before the answer or
+		// after it, it must get the first one's question: its reply says
+		// so (Existing, the same question id) below, which needs no wait.
 		n := 0
 		for _, c := range a.board.Snapshot().Spaces[0].Tabs[0].Conversations {
 			n += len(c.Questions)
@@ -210,8 +214,13 @@ func TestAskOutcomes(t *testing.T) {
 			t.Fatalf("D9: %d open questions for one key", n)
 		}
 		a.answer(t, ans(q, "yes"))
-		if r1, r2 := wait(t, first), wait(t, second); r1.code != ExitYes || r2.code != ExitYes {
+		r1, r2 := wait(t, first), wait(t, second)
+		if r1.code != ExitYes || r2.code != ExitYes {
 			t.Fatalf("%+v %+v", r1, r2)
+		}
+		var got2 Result
+		if err := json.Unmarshal([]byte(r2.stdout), &got2); err != nil || !got2.Existing || got2.Question != q.ID {
+			t.Fatalf("D9: the second ask for the key got %+v (%v), want the first one's question %s", got2, err, q.ID)
 		}
 		r3 := wait(t, runAsk(a, "", "--yes-no", "--json", "--tool-call", "deploy-42", "Deploy 42?"))
 		var got Result
@@ -320,7 +329,7 @@ func TestQuestionFor(t *testing.T) {
 }
 
 func TestHookClaude(t *testing.T) {
-	a := startAgent(t, durable.BoardOptions{AllowAlways: true, AlwaysFor: time.Hour})
+	a := startAgent(t, board.Options{AllowAlways: true, AlwaysFor: time.Hour})
 	t.Run("allow_with_reason", func(t *testing.T) {
 		ch := runAsk(a, sample(t, "bash_git_push.json"), "--hook", "claude")
 		q := a.open(t)
