@@ -109,7 +109,9 @@ func (b *browserBackend) forwards() []forwarded {
 func (b *browserBackend) waitForwards(t *testing.T, n int) []forwarded {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for ; ; <-tick.C {
 		w := b.forwards()
 		if len(w) >= n || time.Now().After(deadline) {
 			if len(w) != n {
@@ -117,7 +119,6 @@ func (b *browserBackend) waitForwards(t *testing.T, n int) []forwarded {
 			}
 			return w
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -340,6 +341,8 @@ func TestWebAppInChromium(t *testing.T) {
 		t.Helper()
 		q, _ := json.Marshal(sel)
 		deadline := time.Now().Add(5 * time.Second)
+		tick := time.NewTicker(25 * time.Millisecond)
+		defer tick.Stop()
 		for {
 			tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			s, err := chromedp.Run(tctx, chromedp.Evaluate[*string](`(() => { const e = document.querySelector(`+string(q)+`); return e ? e.textContent : null; })()`))
@@ -353,13 +356,15 @@ func TestWebAppInChromium(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("nothing matches %s", sel)
 			}
-			time.Sleep(25 * time.Millisecond)
+			<-tick.C
 		}
 	}
 	// waitText waits until the element's text contains want.
 	waitText := func(t *testing.T, sel, want string) {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
+		tick := time.NewTicker(25 * time.Millisecond)
+		defer tick.Stop()
 		for {
 			got := text(t, sel)
 			if strings.Contains(got, want) {
@@ -368,7 +373,7 @@ func TestWebAppInChromium(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s shows %q, not %q", sel, got, want)
 			}
-			time.Sleep(25 * time.Millisecond)
+			<-tick.C
 		}
 	}
 
@@ -585,8 +590,12 @@ func TestWebAppInChromium(t *testing.T) {
 		waitText(t, `[data-question="q-choice"] .msg.error`, "this question was answered already, by laptop at ")
 		back.waitForwards(t, 2)
 		// A second tap on the same card sends nothing more.
+		// The card is locked (its buttons aria-disabled), which is why the
+		// tap sends nothing: seen before and after it, not waited out.
+		locked := `[data-question="q-yes"] [data-answer="no"][aria-disabled="true"]`
+		do(t, 5*time.Second, "the answered card locked", chromedp.WaitVisible(chromedp.CSS(locked)))
 		click(t, "tap No after Yes", `[data-question="q-yes"] [data-answer="no"]`)
-		time.Sleep(200 * time.Millisecond)
+		do(t, 5*time.Second, "the answered card still locked", chromedp.WaitVisible(chromedp.CSS(locked)))
 		back.waitForwards(t, 2)
 	})
 
@@ -603,9 +612,10 @@ func TestWebAppInChromium(t *testing.T) {
 		}
 		// Tapping Always allow again is not the confirmation.
 		click(t, "tap Always allow again", `[data-question="q-always"] [data-answer="always"]`)
-		time.Sleep(confirmDelay)
-		back.waitForwards(t, 2) // still only the two answers to the other questions
+		// The confirm button is enabled after the page's delay: an event
+		// after which the repeated tap would have sent its write.
 		do(t, 5*time.Second, "wait for the confirm button", chromedp.WaitEnabled(chromedp.CSS(`[data-question="q-always"] [data-answer="confirm-always"]`)))
+		back.waitForwards(t, 2) // still only the two answers to the other questions
 		click(t, "confirm", `[data-question="q-always"] [data-answer="confirm-always"]`)
 		w := back.waitForwards(t, 3)
 		a, ok := w[2].req.(*wire.AnswerRequest)
@@ -727,7 +737,3 @@ func TestWebAppInChromium(t *testing.T) {
 	t.Logf("chromium %s: started in %v, paired in %v, update shown in %v, whole test %v",
 		chromium, startup.Round(time.Millisecond), pairTime.Round(time.Millisecond), updateTime.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
 }
-
-// confirmDelay is longer than the page's CONFIRM_DELAY, so the confirm
-// button would be live by then: still nothing must have been sent.
-const confirmDelay = 800 * time.Millisecond
