@@ -16,7 +16,6 @@ import (
 
 	"github.com/collie-linux/collie/internal/audit"
 	"github.com/collie-linux/collie/internal/systemd/journald"
-	sdjournal "github.com/coreos/go-systemd/v22/journal"
 )
 
 // anchorToJournal is the daemon's audit.Options.Anchor: each anchor is a
@@ -48,7 +47,7 @@ var errNoJournal = errors.New("no journal")
 // journald sets, which no process can forge). Entries that are not
 // anchors as anchorToJournal writes them are skipped.
 func journalAnchors(ctx context.Context, getenv func(string) string, uid int) ([]audit.Anchor, error) {
-	if !sdjournal.Enabled() {
+	if !journald.Running() {
 		return nil, fmt.Errorf("%w: journald is not running here", errNoJournal)
 	}
 	const bin = "journalctl"

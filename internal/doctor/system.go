@@ -11,11 +11,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/coreos/go-systemd/v22/journal"
-
 	"github.com/collie-linux/collie/internal/config"
 	"github.com/collie-linux/collie/internal/control"
 	"github.com/collie-linux/collie/internal/systemd"
+	"github.com/collie-linux/collie/internal/systemd/journald"
 	"github.com/collie-linux/collie/internal/upstream"
 )
 
@@ -45,7 +44,7 @@ func FromSystem(getenv func(string) string, version string) *Env {
 	}
 	e.Logind = systemd.Linger
 	e.Journald = func() error {
-		if !journal.Enabled() {
+		if !journald.Running() {
 			return errors.New("nothing listens at /run/systemd/journal/socket")
 		}
 		return nil

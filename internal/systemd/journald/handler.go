@@ -32,6 +32,10 @@ func ToJournal() bool {
 	return ok && journal.Enabled()
 }
 
+// Running reports whether journald takes entries on this machine: its
+// socket /run/systemd/journal/socket is there.
+func Running() bool { return journal.Enabled() }
+
 // Fatal reports the error that makes a program stop, as its last word.
 // When stderr is the journal it is a native entry at PRIORITY=3 (err),
 // with fields and with MESSAGE made as [Message] makes it (the agent in

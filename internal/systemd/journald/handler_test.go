@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"testing"
 
 	"github.com/coreos/go-systemd/v22/journal"
@@ -116,5 +117,15 @@ func TestFatal_L2(t *testing.T) {
 	fatal(&stderr, "collie-agent", text, map[string]string{"agent": "demo"}, nil)
 	if stderr.String() != "collie-agent: "+text+"\n" {
 		t.Errorf("terminal: stderr = %q", stderr.String())
+	}
+}
+
+// TestRunning_L2: Running says whether journald's socket is there, as
+// collie doctor's journald row and collie audit verify's anchors need.
+func TestRunning_L2(t *testing.T) {
+	fi, err := os.Stat("/run/systemd/journal/socket")
+	want := err == nil && fi.Mode()&os.ModeSocket != 0
+	if got := Running(); got != want {
+		t.Errorf("Running() = %v; the socket is there: %v", got, want)
 	}
 }
