@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/collie-linux/collie/internal/durable"
+	"github.com/collie-linux/collie/internal/durable/board"
 	"github.com/collie-linux/collie/internal/runcmd"
 	"github.com/collie-linux/collie/internal/wire"
 )
@@ -18,7 +19,7 @@ type agent struct {
 	name, socket, home string
 	getenv             func(string) string
 	log                *slog.Logger
-	board              *durable.Board
+	board              *board.Board
 
 	mu   sync.Mutex
 	cfg  Config
@@ -30,8 +31,8 @@ type runInfo struct {
 	button string // belt button id, or "" for a starter
 }
 
-func (a *agent) hooks() durable.Hooks {
-	return durable.Hooks{Action: a.action, Starter: a.starter, Abort: a.abort}
+func (a *agent) hooks() board.Hooks {
+	return board.Hooks{Action: a.action, Starter: a.starter, Abort: a.abort}
 }
 
 // apply shows cfg's belt and starters; the commands they run are read

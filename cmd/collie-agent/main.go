@@ -22,6 +22,8 @@ import (
 	"github.com/collie-linux/collie/internal/ask"
 	"github.com/collie-linux/collie/internal/callercheck"
 	"github.com/collie-linux/collie/internal/durable"
+	"github.com/collie-linux/collie/internal/durable/board"
+	"github.com/collie-linux/collie/internal/durable/grants"
 	"github.com/collie-linux/collie/internal/runcmd"
 	"github.com/collie-linux/collie/internal/systemd/journald"
 	"github.com/collie-linux/collie/internal/version"
@@ -227,27 +229,27 @@ func serveWith(sig *signals, p prepared, name, socket, cfgPath string, log *slog
 	}
 	home, _ := os.UserHomeDir()
 	a := &agent{name: name, socket: l.Addr().String(), home: home, getenv: os.Getenv, log: log, runs: map[*runcmd.Run]runInfo{}}
-	board, err := durable.NewBoard(srv, durable.BoardOptions{
+	b, err := board.New(srv, board.Options{
 		Space:       wire.Space{ID: "main", Title: name},
 		Tab:         wire.Space{ID: "main", Title: "Main"},
 		Main:        struct{ ID, Title string }{"main", cfg.Title},
 		AllowAlways: cfg.Always.Enabled, AlwaysFor: cfg.Always.duration,
-		Grants: durable.FileGrants(statePath(name, os.Getenv)),
+		Grants: grants.File(statePath(name, os.Getenv)),
 		Hooks:  a.hooks(),
 		Log:    log,
 	})
 	if err != nil {
 		return err
 	}
-	defer board.Stop()
-	a.board = board
+	defer b.Stop()
+	a.board = b
 	if err := a.apply(cfg); err != nil {
 		return err
 	}
-	board.AppendItem("main", wire.Item{Kind: wire.KindText, Role: "agent",
+	b.AppendItem("main", wire.Item{Kind: wire.KindText, Role: "agent",
 		Text: "collie-agent " + name + " is running. Answer its questions from a paired device."})
 	if q := cfg.Question; q != nil {
-		if _, err := board.Pose("main", wire.AskRequest{Kind: wire.AskYesNo, Title: q.Title, Rationale: q.Rationale, ToolCall: name + "-1"}); err != nil {
+		if _, err := b.Pose("main", wire.AskRequest{Kind: wire.AskYesNo, Title: q.Title, Rationale: q.Rationale, ToolCall: name + "-1"}); err != nil {
 			return fmt.Errorf("%s: the question: %w", cfgPath, err)
 		}
 	}

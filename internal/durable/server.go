@@ -9,6 +9,11 @@
 // Transport that says how its callers are gated. A local Unix socket gets
 // the caller check; the token transport (HTTPS, K3) gets none, never offers
 // "always allow", and does not serve the local routes (ask, grants).
+//
+// What the writes and asks do is up to the App a server is given; the
+// reference agent's is board.Board (package durable/board), whose "always
+// allow" grants are kept by package durable/grants. Tests serve a server
+// with package durable/durabletest.
 package durable
 
 import (

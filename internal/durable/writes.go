@@ -13,10 +13,10 @@ import (
 )
 
 // App carries out what a server receives: the writes, and on a local
-// socket the asks and grants. Board is the usual one. Each method gets a
-// request that has been decoded (closed schema, capped) and validated on
-// its own; it refuses with an *Error. The server calls one write at a
-// time.
+// socket the asks and grants. board.Board is the usual one. Each method
+// gets a request that has been decoded (closed schema, capped) and
+// validated on its own; it refuses with an *Error. The server calls one
+// write at a time.
 type App interface {
 	Answer(r *wire.AnswerRequest, t Transport) (wire.WriteReply, error)
 	Send(r *wire.SendRequest) (wire.WriteReply, error)

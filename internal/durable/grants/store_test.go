@@ -1,4 +1,4 @@
-package durable
+package grants
 
 import (
 	"os"
@@ -26,7 +26,7 @@ func TestFileGrantsStrict(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tc.data), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			gs, err := FileGrants(path).Load()
+			gs, err := File(path).Load()
 			if tc.want == "" {
 				if err != nil || len(gs) != 1 || gs[0].Scope.CommandPrefix != "git status" {
 					t.Fatalf("Load = %+v, %v", gs, err)
