@@ -402,19 +402,30 @@ func TestAskEndToEnd(t *testing.T) {
 		}
 	})
 	t.Run("D9_tool_call_key_asked_once", func(t *testing.T) {
-		first := ask("--yes-no", "--tool-call", "deploy-77", "Deploy build 77?")
-		second := ask("--yes-no", "--tool-call", "deploy-77", "Deploy build 77?")
+		first := ask("--yes-no", "--json", "--tool-call", "deploy-77", "Deploy build 77?")
+		second := ask("--yes-no", "--json", "--tool-call", "deploy-77", "Deploy build 77?")
 		waitFor(t, 10*time.Second, "the question on the board", func() bool { return countKey(r.snapshot(), "deploy-77") == 1 })
-		time.Sleep(500 * time.Millisecond) // the second asker has attached by now
+		// No wait for the second asker: whichever of the two reaches the
+		// agent later, before the answer or after it, must be told it got
+		// the other's question (existing), as checked below.
 		if n := countKey(r.snapshot(), "deploy-77"); n != 1 {
 			t.Fatalf("D9: %d questions for one tool-call key", n)
 		}
 		r.answer(map[string]any{"title": "Deploy build 77?", "option": "yes"})
-		if out, code := first(); code != 0 {
-			t.Fatalf("first asker: exit %d %q", code, out)
+		type result struct {
+			Question string `json:"question"`
+			Answer   string `json:"answer"`
+			Existing bool   `json:"existing"`
 		}
-		if out, code := second(); code != 0 {
-			t.Fatalf("second asker: exit %d %q", code, out)
+		var got [2]result
+		for i, wait := range []func() (string, int){first, second} {
+			out, code := wait()
+			if code != 0 || json.Unmarshal([]byte(out), &got[i]) != nil || got[i].Answer != "yes" {
+				t.Fatalf("asker %d: exit %d %q", i+1, code, out)
+			}
+		}
+		if got[0].Question != got[1].Question || got[0].Existing == got[1].Existing {
+			t.Fatalf("D9: two asks with one key got %+v and %+v; want one question, the later ask told it exists", got[0], got[1])
 		}
 		out, code := ask("--yes-no", "--json", "--tool-call", "deploy-77", "Deploy build 77?")()
 		if code != 0 || !strings.Contains(out, `"existing":true`) || !strings.Contains(out, `"answer":"yes"`) {
