@@ -138,11 +138,13 @@ func TestSystemdEndToEnd(t *testing.T) {
 func waitFor(t *testing.T, limit time.Duration, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
 	for !ok() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %s waiting for %s", limit, what)
 		}
-		time.Sleep(200 * time.Millisecond)
+		<-tick.C
 	}
 }
 

@@ -219,12 +219,13 @@ func TestPeerNotOurs(t *testing.T) {
 	os.Chmod(dir, 0o700)
 	deadline := time.Now().Add(5 * time.Second)
 	var lastErr error
-	for time.Now().Before(deadline) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for ; time.Now().Before(deadline); <-tick.C {
 		_, lastErr = NewSocket(path, 0).Hello(context.Background())
 		if lastErr != nil && strings.Contains(lastErr.Error(), "the socket's listener is not you") {
 			return
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("L3: err = %v, want the listener refused", lastErr)
 }
