@@ -58,7 +58,7 @@ FUZZ_TARGETS := \
 	sanitize:FuzzLine sanitize:FuzzBlock sanitize:FuzzLabel sanitize:FuzzValidID sanitize:FuzzCheckLink sanitize:FuzzTerminal sanitize:FuzzTerminalJSON \
 	wire:FuzzParseSnapshot wire:FuzzDecodeRequest jsonstrict:FuzzUnmarshal tomlstrict:FuzzDecode sockpath:FuzzCheck sockpath:FuzzCheckForm sources:FuzzLoad \
 	audit:FuzzParseLine audit:FuzzVerify audit:FuzzChain audit:FuzzParseReceipt upstream:FuzzValidETag device:FuzzSiteHost \
-	durable/grants:FuzzCommandMatches
+	durable/grants:FuzzCommandMatches systemd:FuzzStatus
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; \

@@ -147,3 +147,24 @@ func TestStatus(t *testing.T) {
 		}
 	}
 }
+
+// FuzzStatus: whatever the text, Status is one STATUS= line: it adds no
+// assignment (READY=1, WATCHDOG=1) of its own, and keeps the text
+// otherwise.
+func FuzzStatus(f *testing.F) {
+	for _, s := range []string{"", "1 of 2 durable agents reachable", "a\nREADY=1", "\r\nWATCHDOG=1\r", "ünïcode\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		got := Status(text)
+		if strings.ContainsAny(got, "\n") || !strings.HasPrefix(got, "STATUS=") {
+			t.Fatalf("Status(%q) = %q: not one STATUS= line", text, got)
+		}
+		if hasLine(got, StateReady) || hasLine(got, StateWatchdog) {
+			t.Fatalf("Status(%q) = %q adds an assignment", text, got)
+		}
+		if !strings.ContainsAny(text, "\r\n") && got != "STATUS="+text {
+			t.Fatalf("Status(%q) = %q changed a text without line breaks", text, got)
+		}
+	})
+}
