@@ -3,6 +3,7 @@ package sanitize
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // prose returns about n bytes of clean printable ASCII in lines.
@@ -79,3 +80,55 @@ func BenchmarkCheckLink(b *testing.B) {
 		_ = CheckLink("https://example.com/docs/page?id=42#section")
 	}
 }
+
+// sprinkled returns about n bytes of mostly clean text, accents, CJK and
+// emoji included, with an invisible, bidi or C1 character every 40 bytes
+// or so: what an agent's reply with pasted or hostile text looks like.
+func sprinkled(n int) string {
+	const chunk = "The build of päckage foo\u200b failed; see the log.\n" +
+		"Grüße aus 世界 😀, the fix\u202e is in bar.go (line 42).\n" +
+		"Run `go test ./...`\u0085 again, then\u2066 ask the user\u2069 first.\n" +
+		"\tindented: café, naïve, résumé\U000E0041 and so on.\uFEFF\n"
+	return strings.Repeat(chunk, n/len(chunk)+1)[:n]
+}
+
+// BenchmarkMixedVsLegacy is the issue 11 figure for the cleaner: Block on
+// 64 KiB of mixed text, the cleaner against the one before issue 11
+// (legacyClean, kept in legacy_test.go), run alternately so both see the
+// same machine. new_MB/s and legacy_MB/s are their throughputs and
+// x_legacy how many times faster the new one is.
+func BenchmarkMixedVsLegacy(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		s     string
+		limit int
+	}{
+		{"sprinkled_64KiB", sprinkled(64 << 10), MessageBytes},
+		{"dense_64KiB", mixed(64 << 10), MessageBytes},
+		{"dense_64KiB_cut_to_16KiB", mixed(64 << 10), OutputBytes},
+		{"clean_utf8_64KiB", strings.Repeat("Grüße, 世界! 😀 café\n", 64<<10/26), MessageBytes},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			if got, want := fst(Block(tc.s, tc.limit)), fst(legacyClean(tc.s, tc.limit, inBytes, layout)); got != want {
+				b.Fatal("the new cleaner and the legacy one disagree")
+			}
+			var fast, slow time.Duration
+			b.SetBytes(int64(len(tc.s)))
+			for b.Loop() {
+				t0 := time.Now()
+				Block(tc.s, tc.limit)
+				t1 := time.Now()
+				legacyClean(tc.s, tc.limit, inBytes, layout)
+				t2 := time.Now()
+				fast += t1.Sub(t0)
+				slow += t2.Sub(t1)
+			}
+			mbps := func(d time.Duration) float64 { return float64(len(tc.s)) * float64(b.N) / d.Seconds() / 1e6 }
+			b.ReportMetric(mbps(fast), "new_MB/s")
+			b.ReportMetric(mbps(slow), "legacy_MB/s")
+			b.ReportMetric(float64(slow)/float64(fast), "x_legacy")
+		})
+	}
+}
+
+func fst(s string, _ bool) string { return s }

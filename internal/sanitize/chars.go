@@ -1,7 +1,5 @@
 package sanitize
 
-import "unicode/utf8"
-
 // layout is the set of C0 controls a multi-line field keeps (X2 step 1),
 // as a bit mask indexed by byte value.
 const layout uint32 = 1<<'\t' | 1<<'\n'
@@ -37,25 +35,133 @@ func isInvisible(r rune) bool {
 	return true
 }
 
+// lead describes a byte from 0x80 up as the first byte of a character,
+// indexed by the byte less 0x80, so that a character is judged from its
+// bytes with no decoding to a rune. In each entry:
+//
+//	bits 0–2  the length of the sequence it begins; 0 for a byte that
+//	          begins none (a continuation byte, C0, C1, F5–FF)
+//	bit 3     set when the character may be one X2 removes: every such
+//	          character begins with C2 (C1 is C2 80–C2 9F), D8 (U+061C is
+//	          D8 9C), E2 (U+200B–U+200F and U+202A–U+202E are E2 80 ..,
+//	          U+2060 and U+2066–U+2069 are E2 81 ..), EF (U+FEFF is
+//	          EF BB BF) or F3 (the tags U+E0000–U+E007F are F3 A0 80 80–
+//	          F3 A0 81 BF)
+//	bits 4–6  which second bytes are valid, an index into secondLo and
+//	          secondHi: E0, ED, F0 and F4 allow fewer, so that overlong
+//	          forms, surrogates and code points past U+10FFFF are invalid
+//
+// A string constant, so the table cannot change; TestLead checks it
+// against unicode/utf8.
+const lead = "" +
+	"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" + // 8_
+	"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" + // 9_
+	"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" + // A_
+	"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" + // B_
+	"\x00\x00\x0a\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02" + // C_
+	"\x02\x02\x02\x02\x02\x02\x02\x02\x0a\x02\x02\x02\x02\x02\x02\x02" + // D_
+	"\x13\x03\x0b\x03\x03\x03\x03\x03\x03\x03\x03\x03\x03\x23\x03\x0b" + // E_
+	"\x34\x04\x04\x0c\x44\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" // F_
+
+// The valid second bytes of a sequence, by lead bits 4–6: 80–BF, then
+// for E0, ED, F0 and F4.
+const (
+	secondLo = "\x80\xA0\x80\x90\x80"
+	secondHi = "\xBF\xBF\x9F\xBF\x8F"
+)
+
+// leadMayDrop is lead's bit 3.
+const leadMayDrop = 8
+
+// fate is what X2 steps 0–2 do with a character.
+type fate uint8
+
+const (
+	kept    fate = iota
+	dropped      // a control or invisible character: removed (steps 1, 2)
+	invalid      // a byte that begins no valid UTF-8 (step 0)
+)
+
+// char returns the length of the character that starts at s[i] and its
+// fate. keep is the set of C0 controls the field keeps. An invalid byte
+// has length 1, as with [utf8.DecodeRuneInString]: a truncated or broken
+// sequence is invalid one byte at a time.
+func char(s string, i int, keep uint32) (int, fate) {
+	c := s[i]
+	if c < 0x80 {
+		if keptASCII(c, keep) {
+			return 1, kept
+		}
+		return 1, dropped
+	}
+	x := lead[c-0x80]
+	n := int(x & 7)
+	if n == 0 || len(s)-i < n {
+		return 1, invalid
+	}
+	if c1 := s[i+1]; c1 < secondLo[x>>4] || c1 > secondHi[x>>4] ||
+		n > 2 && s[i+2]&0xC0 != 0x80 || n > 3 && s[i+3]&0xC0 != 0x80 {
+		return 1, invalid
+	}
+	if x&leadMayDrop != 0 && removed(s, i) {
+		return n, dropped
+	}
+	return n, kept
+}
+
+// removed reports whether the valid sequence at s[i], whose lead has
+// leadMayDrop set, is a character X2 removes.
+func removed(s string, i int) bool {
+	c1 := s[i+1]
+	switch s[i] {
+	case 0xC2:
+		return c1 < 0xA0 // C1
+	case 0xD8:
+		return c1 == 0x9C // U+061C
+	case 0xE2:
+		c2 := s[i+2]
+		switch c1 {
+		case 0x80: // U+200B–U+200F, U+202A–U+202E
+			return c2 >= 0x8B && c2 <= 0x8F || c2 >= 0xAA && c2 <= 0xAE
+		case 0x81: // U+2060, U+2066–U+2069
+			return c2 == 0xA0 || c2 >= 0xA6 && c2 <= 0xA9
+		}
+	case 0xEF:
+		return c1 == 0xBB && s[i+2] == 0xBF // U+FEFF
+	case 0xF3:
+		return c1 == 0xA0 && s[i+2] <= 0x81 // U+E0000–U+E007F
+	}
+	return false
+}
+
 // cleanPrefix returns the length of the longest prefix of s that X2
-// steps 0–2 leave as it is.
+// steps 0–2 leave as it is. It is char inlined, with printable ASCII
+// taken 8 bytes at a time.
 func cleanPrefix(s string, keep uint32) int {
 	i := 0
 	for i < len(s) {
-		if len(s)-i >= 8 && printable8(s[i:]) {
-			i += 8
-			continue
-		}
-		if c := s[i]; c < utf8.RuneSelf {
+		c := s[i]
+		if c < 0x80 {
+			if len(s)-i >= 8 && printable8(s[i:]) {
+				i += 8
+				continue
+			}
 			if !keptASCII(c, keep) {
 				return i
 			}
 			i++
 			continue
 		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if n == 1 || isControl(r) || isInvisible(r) {
-			// n == 1 with a byte from 0x80 up is invalid UTF-8.
+		x := lead[c-0x80]
+		n := int(x & 7)
+		if n == 0 || len(s)-i < n {
+			return i
+		}
+		if c1 := s[i+1]; c1 < secondLo[x>>4] || c1 > secondHi[x>>4] ||
+			n > 2 && s[i+2]&0xC0 != 0x80 || n > 3 && s[i+3]&0xC0 != 0x80 {
+			return i
+		}
+		if x&leadMayDrop != 0 && removed(s, i) {
 			return i
 		}
 		i += n
@@ -85,20 +191,42 @@ func printable8(s string) bool {
 // dirt measures what X2 steps 0–2 change at the start of s, which must
 // not be clean: n bytes to drop, and repl to write in their place.
 func dirt(s string) (n int, repl string) {
-	if !startsInvalid(s) {
-		_, n = utf8.DecodeRuneInString(s)
-		return n, "" // a control or invisible character
+	if n, bad := dirtAt(s, 0); bad {
+		return n, replacement
+	} else {
+		return n, ""
 	}
-	n = 1
-	for n < len(s) && startsInvalid(s[n:]) {
-		n++
-	}
-	return n, replacement
 }
 
-// startsInvalid reports whether s starts with a byte that begins no valid
-// UTF-8 sequence.
-func startsInvalid(s string) bool {
-	r, n := utf8.DecodeRuneInString(s)
-	return r == utf8.RuneError && n == 1
+// dirtAt measures what starts at s[i], where cleanPrefix stopped: n bytes
+// to drop, and whether they are a run of invalid bytes that one U+FFFD
+// replaces (step 0). Anything else that stops cleanPrefix is one
+// character to drop.
+func dirtAt(s string, i int) (n int, bad bool) {
+	if s[i] < 0x80 {
+		return 1, false
+	}
+	if n = validAt(s, i); n > 0 {
+		return n, false
+	}
+	n = 1
+	for i+n < len(s) && s[i+n] >= 0x80 && validAt(s, i+n) == 0 {
+		n++
+	}
+	return n, true
+}
+
+// validAt returns the length of the valid UTF-8 sequence that starts at
+// s[i], a byte from 0x80 up, or 0 if none does.
+func validAt(s string, i int) int {
+	x := lead[s[i]-0x80]
+	n := int(x & 7)
+	if n == 0 || len(s)-i < n {
+		return 0
+	}
+	if c1 := s[i+1]; c1 < secondLo[x>>4] || c1 > secondHi[x>>4] ||
+		n > 2 && s[i+2]&0xC0 != 0x80 || n > 3 && s[i+3]&0xC0 != 0x80 {
+		return 0
+	}
+	return n
 }

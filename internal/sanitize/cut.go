@@ -30,98 +30,98 @@ func (u unit) fits(s string, limit int) bool {
 	return len(s) <= limit || u == inChars && utf8.RuneCountInString(s) <= limit
 }
 
-// cutter collects cleaned text and cuts it to a limit (X2 step 3).
-//
-// Text goes into b while it leaves room for the ellipsis. The characters
-// after that point wait in tail: if the text ends, they fit and are
-// written; if more follows, the ellipsis takes their place. So the cut is
-// decided in one pass, and b is never written and then taken back.
-type cutter struct {
-	b     strings.Builder
-	u     unit
-	limit int    // the size the result must fit
-	room  int    // the size b may reach: the limit less the ellipsis
-	used  int    // the size of b
-	end   string // the ellipsis, or "" when the limit cannot hold it
-	cut   bool   // the text did not fit; the ellipsis replaces the rest
-
-	// tail holds what fits between the room and the limit. In bytes that
-	// is under an ellipsis plus one character that straddles the room (at
-	// most 3+4-1 bytes); in chars it is one character.
-	tail     [2 * utf8.UTFMax]byte
-	tailLen  int // bytes in tail
-	tailSize int // size of tail in u
-}
-
-// init readies c for a result of at most limit in u, built from an
-// input of n bytes. It is a method, not a constructor, so the cutter can
-// live on the caller's stack and the builder's buffer is the only
-// allocation.
-func (c *cutter) init(limit int, u unit, n int) {
-	c.u, c.limit, c.room, c.end = u, limit, limit, ellipsis
+// cleanCut is clean for text that may have to be cut (X2 step 3), s[:i]
+// known to be clean. Cleaned text goes into the result while it leaves
+// room for the ellipsis. What would come after that point is at most two
+// characters if the text is to fit (the ellipsis is one, or 3 bytes), so
+// tail collects them: if the text ends, they fit and are written; if more
+// follows, the ellipsis takes their place. The cut is decided in one pass,
+// the result built in one buffer, and the text after the cut never read.
+func cleanCut(s string, i int, limit int, u unit, keep uint32) string {
+	room, end := limit, ellipsis
 	if e := u.size(ellipsis); limit >= e {
-		c.room -= e
+		room -= e
 	} else {
-		c.end = ""
+		end = ""
 	}
-	// The result is rarely longer than the input (only invalid UTF-8 can
-	// make it so) and never longer than the limit allows.
-	if u == inChars && limit < n/utf8.UTFMax {
-		n = limit * utf8.UTFMax
-	} else if u == inBytes {
-		n = min(n, limit)
+	var b strings.Builder
+	if u == inChars {
+		b.Grow(min(len(s), utf8.UTFMax*limit) + len(replacement))
+	} else {
+		b.Grow(min(len(s)+len(replacement), limit))
 	}
-	c.b.Grow(n)
-}
-
-// write adds s, which must be valid UTF-8, unless the text is already cut.
-func (c *cutter) write(s string) {
-	if c.cut {
-		return
-	}
-	if c.tailLen == 0 {
-		// Write in one go the longest run of whole characters that fits
-		// the room in bytes; a character is at least a byte, so it fits
-		// in chars too. The rest, if any, goes a character at a time.
-		k := min(len(s), c.room-c.used)
-		for k < len(s) && k > 0 && !utf8.RuneStart(s[k]) {
-			k--
+	used := 0  // the size of b in u
+	start := 0 // s[start:i] is clean and not yet written
+	for {
+		run, next, last := s[start:i], i, i == len(s)
+		if !last {
+			n, bad := dirtAt(s, i)
+			next += n
+			if bad && start == i {
+				run = replacement
+			} else if bad {
+				next = i // the replacement is the next run
+			}
 		}
-		c.b.WriteString(s[:k])
-		c.used += c.u.size(s[:k])
-		s = s[k:]
-	}
-	for s != "" && !c.cut {
-		_, n := utf8.DecodeRuneInString(s)
-		c.writeChar(s[:n])
-		s = s[n:]
+		if size := u.size(run); used+size <= room {
+			b.WriteString(run)
+			used += size
+		} else {
+			// Write what fits the room, a whole character at a time; the
+			// rest of the text either fits the limit or is cut.
+			k := 0
+			for k < len(run) {
+				_, n := utf8.DecodeRuneInString(run[k:])
+				if used+u.size(run[k:k+n]) > room {
+					break
+				}
+				used += u.size(run[k : k+n])
+				k += n
+			}
+			b.WriteString(run[:k])
+			if t, n, ok := tail(s, run[k:], next, keep, limit-used, u); ok {
+				b.Write(t[:n])
+			} else {
+				b.WriteString(end)
+			}
+			return b.String()
+		}
+		if last {
+			return b.String()
+		}
+		start = next
+		i = next + cleanPrefix(s[next:], keep)
 	}
 }
 
-// writeChar adds the one character ch.
-func (c *cutter) writeChar(ch string) {
-	n := len(ch)
-	if c.u == inChars {
-		n = 1
+// tail cleans first, then s from p on, into t, and reports false as soon
+// as the result is longer than rem in u. rem is small: it is only ever
+// asked for what may follow the room, at most two characters.
+func tail(s, first string, p int, keep uint32, rem int, u unit) (t [2 * utf8.UTFMax]byte, n int, ok bool) {
+	put := func(c string) bool {
+		if rem -= u.size(c); rem < 0 {
+			return false
+		}
+		n += copy(t[n:], c)
+		return true
 	}
-	switch {
-	case c.tailLen == 0 && c.used+n <= c.room:
-		c.b.WriteString(ch)
-		c.used += n
-	case c.used+c.tailSize+n <= c.limit:
-		c.tailLen += copy(c.tail[c.tailLen:], ch)
-		c.tailSize += n
-	default:
-		c.cut = true
+	if !put(first) {
+		return t, 0, false
 	}
-}
-
-// done ends the text, with the ellipsis if it was cut, and returns it.
-func (c *cutter) done() string {
-	if c.cut {
-		c.b.WriteString(c.end)
-	} else {
-		c.b.Write(c.tail[:c.tailLen])
+	for p < len(s) {
+		m, f := char(s, p, keep)
+		switch f {
+		case kept:
+			if !put(s[p : p+m]) {
+				return t, 0, false
+			}
+		case invalid:
+			m, _ = dirtAt(s, p)
+			if !put(replacement) {
+				return t, 0, false
+			}
+		}
+		p += m
 	}
-	return c.b.String()
+	return t, n, true
 }

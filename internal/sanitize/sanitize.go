@@ -34,6 +34,8 @@
 // checks text the user sends to an agent before it goes (X4).
 package sanitize
 
+import "strings"
+
 // Limits of X4, in bytes unless the name says Chars.
 const (
 	// TitleBytes limits the title of a space, tab, conversation or question.
@@ -91,19 +93,36 @@ func clean(s string, limit int, u unit, keep uint32) (string, bool) {
 	if i == len(s) && u.fits(s, limit) {
 		return s, false
 	}
-	var c cutter
-	c.init(limit, u, len(s))
-	for {
-		// s[:i] needs no cleaning; s[i:] starts with what does.
-		c.write(s[:i])
-		s = s[i:]
-		if s == "" || c.cut {
-			break
+	if u == inBytes && len(s) <= limit {
+		if out, ok := cleanWhole(s, i, keep, limit); ok {
+			return out, true
 		}
-		n, repl := dirt(s)
-		c.write(repl)
-		s = s[n:]
-		i = cleanPrefix(s, keep)
 	}
-	return c.done(), true
+	return cleanCut(s, i, limit, u, keep), true
+}
+
+// cleanWhole applies X2 steps 0–2 to s, of which s[:i] is known to be
+// clean, when no cut is expected: s fits the limit in bytes, so the
+// result does too unless U+FFFD for invalid bytes makes it longer. Then
+// it reports false and cleanCut starts again. The result is built in one
+// buffer the size of s, clean runs copied whole.
+func cleanWhole(s string, i int, keep uint32, limit int) (string, bool) {
+	var b strings.Builder
+	b.Grow(len(s))
+	start := 0 // s[start:i] is clean and not yet written
+	for {
+		b.WriteString(s[start:i])
+		if i == len(s) {
+			return b.String(), b.Len() <= limit
+		}
+		n, bad := dirtAt(s, i)
+		if bad {
+			if b.WriteString(replacement); b.Len() > limit {
+				return "", false
+			}
+		}
+		i += n
+		start = i
+		i += cleanPrefix(s[i:], keep)
+	}
 }
