@@ -1,8 +1,9 @@
 // Package durabletest serves a durable.Server on a private socket inside a
 // test and talks to it over HTTP as the bridge and local programs do: a
 // Client with the protocol's reads, writes and asks, a check of a reply's
-// status and error code, and a stand-in for the caller check for tests
-// whose own process must be the caller. It is for tests only.
+// status and error code, builders for questions and answers, and a
+// stand-in for the caller check for tests whose own process must be the
+// caller. It is for tests only.
 package durabletest
 
 import (
@@ -43,8 +44,8 @@ type Client struct {
 	Token string // sent as a bearer token when set (the token transport)
 }
 
-// Dial returns a client for the socket at path.
-func Dial(path string) *Client {
+// dial returns a client for the socket at path.
+func dial(path string) *Client {
 	return &Client{Path: path, HC: &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", path)
@@ -69,7 +70,7 @@ func Serve(t testing.TB, s *durable.Server, tr durable.Transport) *Client {
 			t.Error(err)
 		}
 	})
-	return Dial(path)
+	return dial(path)
 }
 
 // Do sends a request and returns the reply's status and body.
@@ -174,7 +175,9 @@ func (c *Client) AsyncAsk(t testing.TB, req wire.AskRequest) <-chan wire.AskRepl
 func (c *Client) WaitQuestion(t testing.TB, title string) wire.AskReply {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for ; time.Now().Before(deadline); <-tick.C {
 		for _, cv := range c.Snapshot(t).Spaces[0].Tabs[0].Conversations {
 			for _, q := range cv.Questions {
 				if q.Title == title {
@@ -182,9 +185,8 @@ func (c *Client) WaitQuestion(t testing.TB, title string) wire.AskReply {
 				}
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("no open question %q", title)
+	t.Fatalf("no open question %q within 5s", title)
 	return wire.AskReply{}
 }
 
