@@ -33,17 +33,36 @@ type liveAgent struct {
 	cfg    string
 	hc     *http.Client
 	stderr *syncBuf
+	exited chan struct{} // closed when the process has exited
 }
 
+// syncBuf is the agent's stderr: its log, which the tests wait on line by
+// line rather than for a time.
 type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu    sync.Mutex
+	b     bytes.Buffer
+	wrote chan struct{} // closed at the next write
 }
 
 func (s *syncBuf) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.wrote != nil {
+		close(s.wrote)
+		s.wrote = nil
+	}
 	return s.b.Write(p)
+}
+
+// next returns a channel closed at the next write. Take it before looking
+// at String, so that no write falls between the look and the wait.
+func (s *syncBuf) next() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wrote == nil {
+		s.wrote = make(chan struct{})
+	}
+	return s.wrote
 }
 
 func (s *syncBuf) String() string {
@@ -90,19 +109,18 @@ func startLive(t *testing.T, config string) *liveAgent {
 	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a := &liveAgent{cfg: cfg, stderr: &syncBuf{}}
+	a := &liveAgent{cfg: cfg, stderr: &syncBuf{}, exited: make(chan struct{})}
 	a.cmd = exec.Command(agentBinary(t), "--name", "t", "--socket", sock, "--config", cfg)
 	a.cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(dir, "state"), "HOME="+dir)
 	a.cmd.Stderr = a.stderr
 	if err := a.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	go func() { a.cmd.Wait(); close(a.exited) }()
 	t.Cleanup(func() {
 		a.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { a.cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-a.exited:
 		case <-time.After(15 * time.Second):
 			a.cmd.Process.Kill()
 			t.Error("the agent did not stop on SIGTERM")
@@ -112,17 +130,14 @@ func startLive(t *testing.T, config string) *liveAgent {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", sock)
 	}}}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if resp, err := a.hc.Get("http://agent" + wire.HelloPath); err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent did not start:\n%s", a.stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
+	// The agent says it serves once its socket listens; from then on a
+	// connection waits in the socket's backlog until it is accepted.
+	waitLog(t, a, `msg="collie-agent serving"`)
+	resp, err := a.hc.Get("http://agent" + wire.HelloPath)
+	if err != nil {
+		t.Fatalf("the agent said it serves, but hello failed: %v\n%s", err, a.stderr)
 	}
+	resp.Body.Close()
 	return a
 }
 
@@ -157,7 +172,9 @@ func (a *liveAgent) snapshot(t *testing.T) *wire.Snapshot {
 func (a *liveAgent) toolItem(t *testing.T, cv, name string, limit time.Duration) *wire.ToolCall {
 	t.Helper()
 	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for ; time.Now().Before(deadline); <-tick.C {
 		for _, c := range a.snapshot(t).Spaces[0].Tabs[0].Conversations {
 			if c.ID != cv {
 				continue
@@ -171,7 +188,6 @@ func (a *liveAgent) toolItem(t *testing.T, cv, name string, limit time.Duration)
 				}
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("the tool call %q in %q did not finish in %v\n%s", name, cv, limit, a.stderr)
 	return nil
@@ -248,7 +264,7 @@ func TestAgentCommands(t *testing.T) {
 		if status, body := tap("hang", ""); status != 200 {
 			t.Fatalf("%d %s", status, body)
 		}
-		time.Sleep(200 * time.Millisecond)
+		pgid := startedPID(t, a, "hang")
 		if status, body := tap("hang", ""); status != http.StatusConflict || !strings.Contains(body, wire.CodeBusy) {
 			t.Fatalf("a second tap while it runs: %d %s", status, body)
 		}
@@ -256,18 +272,20 @@ func TestAgentCommands(t *testing.T) {
 		if tc.Status != "failed" || !strings.Contains(tc.Summary, "stopped by its timeout") || !strings.Contains(tc.Output, "started") {
 			t.Fatalf("%+v", tc)
 		}
-		pgid := startedPID(t, a, "hang")
 		deadline := time.Now().Add(5 * time.Second)
-		for syscall.Kill(-pgid, 0) == nil {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for ; syscall.Kill(-pgid, 0) == nil; <-tick.C {
 			if time.Now().After(deadline) {
-				t.Fatalf("process group %d survived the timeout", pgid)
+				t.Fatalf("process group %d survived the timeout by 5 s", pgid)
 			}
-			time.Sleep(50 * time.Millisecond)
 		}
 	})
 	t.Run("abort_stops_the_command", func(t *testing.T) {
-		tap("slow", "")
-		time.Sleep(200 * time.Millisecond)
+		if status, body := tap("slow", ""); status != 200 {
+			t.Fatalf("%d %s", status, body)
+		}
+		startedPID(t, a, "slow")
 		status, body := a.post(t, wire.AbortPath, wire.AbortRequest{RequestID: "abort-slow", Conversation: "main"})
 		if status != 200 {
 			t.Fatalf("%d %s", status, body)
@@ -312,24 +330,47 @@ func TestAgentCommands(t *testing.T) {
 	})
 }
 
-// startedPID finds the pid the agent logged for a started command.
+// startedPID waits for the line the agent logs when it has started a
+// command (the command is then among its runs) and returns its pid.
 func startedPID(t *testing.T, a *liveAgent, id string) int {
 	t.Helper()
-	m := regexp.MustCompile(`msg="command started".*command=` + id + ` .*pid=(\d+)`).FindStringSubmatch(a.stderr.String())
-	if m == nil {
-		t.Fatalf("no start line for %s in:\n%s", id, a.stderr)
-	}
+	re := regexp.MustCompile(`msg="command started".*command=` + id + ` .*pid=(\d+)`)
+	var m []string
+	waitFor(t, a, "a start line for "+id, func(log string) bool {
+		m = re.FindStringSubmatch(log)
+		return m != nil
+	})
 	pid, _ := strconv.Atoi(m[1])
 	return pid
 }
 
+// waitLog waits until the agent's log holds want.
 func waitLog(t *testing.T, a *liveAgent, want string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(a.stderr.String(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent's log never said %q:\n%s", want, a.stderr)
+	waitFor(t, a, fmt.Sprintf("%q", want), func(log string) bool { return strings.Contains(log, want) })
+}
+
+// waitFor waits until ok holds for the agent's log, looking again at each
+// write to it, and fails, naming what, if the agent exits first or 10 s
+// pass.
+func waitFor(t *testing.T, a *liveAgent, what string, ok func(log string) bool) {
+	t.Helper()
+	limit := time.NewTimer(10 * time.Second)
+	defer limit.Stop()
+	for {
+		wrote := a.stderr.next()
+		if ok(a.stderr.String()) {
+			return
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-wrote:
+		case <-a.exited:
+			if ok(a.stderr.String()) {
+				return
+			}
+			t.Fatalf("the agent exited (%v) before its log said %s:\n%s", a.cmd.ProcessState, what, a.stderr)
+		case <-limit.C:
+			t.Fatalf("the agent's log did not say %s in 10 s:\n%s", what, a.stderr)
+		}
 	}
 }
