@@ -93,11 +93,23 @@ func TestRun(t *testing.T) {
 		waitGone(t, pid)
 	})
 	t.Run("stop", func(t *testing.T) {
-		r, err := Start(sh("echo started; sleep 60", time.Minute), nil)
+		// Stop once the command runs: its first line of output says so.
+		started := make(chan struct{})
+		var once sync.Once
+		r, err := Start(sh("echo started; sleep 60", time.Minute), func(p Progress) {
+			if strings.Contains(p.Output, "started") {
+				once.Do(func() { close(started) })
+			}
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			r.Stop()
+			t.Fatalf("the command's output never said it started: %+v", r.Progress())
+		}
 		r.Stop()
 		select {
 		case <-r.Done():
@@ -132,11 +144,15 @@ func TestRun(t *testing.T) {
 	})
 }
 
-// waitGone waits until pid has exited (or is a zombie nobody reaps).
+// waitGone waits until pid has exited (or is a zombie nobody reaps),
+// looking at /proc every 50 ms for at most Grace + 5 s.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(Grace + 5*time.Second)
-	for time.Now().Before(deadline) {
+	limit := Grace + 5*time.Second
+	deadline := time.Now().Add(limit)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for ; time.Now().Before(deadline); <-tick.C {
 		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 		if err != nil {
 			return
@@ -144,10 +160,9 @@ func waitGone(t *testing.T, pid int) {
 		if i := bytes.LastIndexByte(b, ')'); i > 0 && len(b) > i+2 && b[i+2] == 'Z' {
 			return
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
-	t.Fatalf("process %d of the group survived the timeout", pid)
+	t.Fatalf("process %d of the group was still running %s after the timeout", pid, limit)
 }
 
 // TestHundredMegabytes: X4 caps the output, and the memory the agent
