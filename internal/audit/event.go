@@ -1,6 +1,10 @@
 package audit
 
-import "github.com/collie-linux/collie/internal/wire"
+import (
+	"fmt"
+
+	"github.com/collie-linux/collie/internal/wire"
+)
 
 // Who names the durable agent and the paired device of a line (A2). A
 // refused request from a device Collie does not know (a forged or revoked
@@ -11,18 +15,19 @@ type Who struct {
 	Device  string // the paired device's id
 }
 
-// Event names (A3): the value of a line's "event" field.
+// Event names (A3): the value of a line's "event" field, as the protocol's
+// registry of writes names them (wire.Writes).
 const (
-	EventAnswer        = "answer"
-	EventSend          = "send"
-	EventAbort         = "abort"
-	EventAction        = "action"
-	EventStarterStart  = "starter.start"
-	EventDurableReopen = "durable.reopen"
-	EventSpaceRename   = "space.rename"
-	EventPaneClose     = "pane.close"
-	EventPaneRename    = "pane.rename"
-	EventTabRename     = "tab.rename"
+	EventAnswer        = wire.EventAnswer
+	EventSend          = wire.EventSend
+	EventAbort         = wire.EventAbort
+	EventAction        = wire.EventAction
+	EventStarterStart  = wire.EventStarterStart
+	EventDurableReopen = wire.EventDurableReopen
+	EventSpaceRename   = wire.EventSpaceRename
+	EventPaneClose     = wire.EventPaneClose
+	EventPaneRename    = wire.EventPaneRename
+	EventTabRename     = wire.EventTabRename
 )
 
 // Event is one write from a device (A3). The set is closed: the only
@@ -380,3 +385,44 @@ func (p PaneClose) encode(e *encoder) { e.id("conversation", p.Conversation) }
 func (p PaneClose) result() Result    { return p.Result }
 func (PaneClose) tap() bool           { return false }
 func (PaneClose) requestID() string   { return "" }
+
+// EventOf is the event of the write called name (a name of the registry,
+// wire.Writes) with request req, which is nil when the write was refused
+// before its body could be read: the event then records what is known,
+// which write it was. A name that is not in the registry, or a request
+// that is not of its write's type, is an error: nothing is recorded as
+// another write.
+func EventOf(name string, req wire.Request, r Result) (Event, error) {
+	w, err := wire.WriteNamed(name)
+	if err != nil {
+		return nil, err
+	}
+	if req == nil {
+		req = w.New()
+	}
+	if wr, ok := req.(wire.WriteRequest); !ok || wr.Name() != w.Name {
+		return nil, fmt.Errorf("%w: a %T is not a request of the write %q", wire.ErrUnknownWrite, req, w.Name)
+	}
+	var ev Event
+	switch q := req.(type) {
+	case *wire.AnswerRequest:
+		ev = AnswerOf(*q, r)
+	case *wire.SendRequest:
+		ev = SendOf(*q, r)
+	case *wire.AbortRequest:
+		ev = AbortOf(*q, r)
+	case *wire.ActionRequest:
+		ev = ActionOf(*q, r)
+	case *wire.StarterRequest:
+		ev = StarterOf(*q, r)
+	case *wire.ReopenRequest:
+		ev = ReopenOf(*q, r)
+	case *wire.RenameRequest:
+		ev = RenameOf(*q, r)
+	case *wire.CloseRequest:
+		ev = CloseOf(*q, r)
+	default:
+		return nil, fmt.Errorf("%w: the audit log has no event for a %T", wire.ErrUnknownWrite, req)
+	}
+	return ev, nil
+}

@@ -14,7 +14,6 @@ import (
 	"github.com/collie-linux/collie/internal/control"
 	"github.com/collie-linux/collie/internal/device/web"
 	"github.com/collie-linux/collie/internal/jsonstrict"
-	"github.com/collie-linux/collie/internal/upstream"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -113,7 +112,7 @@ func (a *API) Close() { a.refusals.close() }
 // anything else (a pairing attempt, a request for another host) to the
 // journal. Either way the count says how many it stands for.
 func (a *API) record(r refusal) {
-	if _, isWrite := writeRoutes[r.Write]; isWrite && a.o.Audit != nil {
+	if _, err := wire.WriteNamed(r.Write); err == nil && a.o.Audit != nil {
 		a.o.Audit.Refused(r.Refusal)
 		return
 	}
@@ -135,18 +134,6 @@ func (a *API) Revoke(id string) error {
 	return a.feed.revoke(id, func() error { return a.o.Store.Revoke(id) })
 }
 
-// writeRoutes maps the device API's write names to the agent's routes.
-var writeRoutes = map[string]string{
-	"answer":  wire.AnswerPath,
-	"send":    wire.SendPath,
-	"abort":   wire.AbortPath,
-	"action":  wire.ActionPath,
-	"rename":  wire.RenamePath,
-	"close":   wire.ClosePath,
-	"reopen":  wire.ReopenPath,
-	"starter": wire.StarterPath,
-}
-
 // Handler returns the API's routes, every one behind the Host check and
 // every write behind the write gate (see router).
 func (a *API) Handler() http.Handler { return a.routes() }
@@ -158,8 +145,9 @@ func (a *API) routes() *router {
 	rt.read("GET /api/v1/state", a.authed(a.state))
 	rt.read("GET /api/v1/events", http.HandlerFunc(a.events))
 	rt.read("GET /api/v1/receipts", a.authed(a.receipts))
-	for name := range writeRoutes {
-		rt.write("POST /api/v1/agents/{agent}/"+name, gateSpec{write: name, paired: true, source: a.srcWrite}, a.write)
+	// The protocol's writes, one route each, from its registry.
+	for _, wr := range wire.Writes() {
+		rt.write("POST /api/v1/agents/{agent}/"+wr.Name, gateSpec{write: wr.Name, paired: true, source: a.srcWrite}, a.write)
 	}
 	// Any other name: told which there are (after the gate, like a write).
 	rt.write("POST /api/v1/agents/{agent}/{write}", gateSpec{paired: true, source: a.srcWrite}, a.noSuchWrite)
@@ -344,7 +332,11 @@ type ConfirmReply struct {
 
 // noSuchWrite answers a write name the API does not have.
 func (a *API) noSuchWrite(w http.ResponseWriter, r *http.Request, c *call) {
-	apiError(w, http.StatusNotFound, wire.CodeNotFound, fmt.Sprintf("there is no write called %q; use one of answer, send, abort, action, starter, rename, close, reopen", r.PathValue("write")))
+	var names []string
+	for _, wr := range wire.Writes() {
+		names = append(names, wr.Name)
+	}
+	apiError(w, http.StatusNotFound, wire.CodeNotFound, fmt.Sprintf("there is no write called %q; use one of %s", r.PathValue("write"), strings.Join(names, ", ")))
 }
 
 // write runs a write that passed the gate (D6): the request is checked
@@ -352,16 +344,21 @@ func (a *API) noSuchWrite(w http.ResponseWriter, r *http.Request, c *call) {
 func (a *API) write(w http.ResponseWriter, r *http.Request, c *call) {
 	d, agent, name := c.dev, c.agent, c.write
 	refuse := func(status int, code, msg string, req wire.Request) { c.refuse(w, status, code, msg, req) }
-	if name == "answer" {
+	wr, err := wire.WriteNamed(name)
+	if err != nil {
+		a.noSuchWrite(w, r, c)
+		return
+	}
+	if wr.Name == wire.AnswerWrite {
 		a.answer(w, r, d, agent, refuse)
 		return
 	}
-	req, _ := wire.NewRequest(writeRoutes[name]) // name is from writeRoutes
+	req := wr.New()
 	if err := decodeRequest(r, req); err != nil {
 		refuse(http.StatusBadRequest, wire.CodeBadRequest, err.Error(), nil)
 		return
 	}
-	a.forward(w, r.Context(), d, agent, name, req, nil)
+	a.forward(w, r.Context(), d, agent, req, nil)
 }
 
 func (a *API) answer(w http.ResponseWriter, r *http.Request, d Device, agent string, refuse func(int, string, string, wire.Request)) {
@@ -416,7 +413,7 @@ func (a *API) answer(w http.ResponseWriter, r *http.Request, d Device, agent str
 		return
 	}
 	dec := &Decision{Device: d.ID, DeviceName: d.Name, At: a.o.Now().UTC(), RequestID: ans.RequestID}
-	if !a.forward(w, r.Context(), d, agent, "answer", ans, dec) {
+	if !a.forward(w, r.Context(), d, agent, ans, dec) {
 		dec = nil
 	}
 	a.decided.settle(key, dec)
@@ -449,18 +446,24 @@ func (a *API) question(agent, conversation, id string) (wire.Question, bool) {
 	return wire.Question{}, false
 }
 
-// forward sends the write called name to the agent and replies to the
-// device. It reports whether the agent took the write.
-func (a *API) forward(w http.ResponseWriter, ctx context.Context, d Device, agent, name string, req wire.Request, dec *Decision) bool {
+// forward sends the write to the agent, at its route in the protocol's
+// registry, and replies to the device. It reports whether the agent took
+// the write.
+func (a *API) forward(w http.ResponseWriter, ctx context.Context, d Device, agent string, req wire.WriteRequest, dec *Decision) bool {
+	wr, err := wire.WriteNamed(req.Name())
+	if err != nil { // only the registry makes requests: never happens
+		apiError(w, http.StatusNotFound, wire.CodeNotFound, err.Error())
+		return false
+	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	var out Outcome
 	if a.o.Audit != nil {
-		out = a.o.Audit.Begin(d, agent, name, req)
+		out = a.o.Audit.Begin(d, agent, wr.Name, req)
 	}
-	reply, err := a.o.Backend.Forward(ctx, agent, writeRoutes[name], req)
+	reply, err := a.o.Backend.Forward(ctx, agent, wr.Path, req)
 	result, status, code := "ok", http.StatusOK, ""
-	var ref *upstream.Refused
+	var ref *wire.Refused
 	switch {
 	case err == nil:
 	case errors.As(err, &ref):

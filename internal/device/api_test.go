@@ -25,6 +25,7 @@ type agentSide struct {
 	mu       sync.Mutex
 	view     []control.AgentView
 	forwards []wire.Request
+	paths    []string // the agent's route of each forward
 	watching []bool
 	// onForward, when set, runs as a write reaches the agent, before it is
 	// taken.
@@ -47,6 +48,7 @@ func (b *agentSide) Forward(_ context.Context, agent, path string, req wire.Requ
 		return nil, ErrUnknownAgent
 	}
 	b.forwards = append(b.forwards, req)
+	b.paths = append(b.paths, path)
 	return &wire.WriteReply{RequestID: "ok"}, nil
 }
 

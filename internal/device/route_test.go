@@ -16,10 +16,19 @@ import (
 // sends a write through an upstream client.
 func TestAnswerRouteOnlyFromDevices(t *testing.T) {
 	allowed := map[string][]string{
-		"AnswerPath": {"internal/device/api.go"},     // the device API's route table
+		// The protocol's registry of writes, whose rows name the agent's
+		// routes: the device API's route table, and the audit log, which
+		// reads a row's request type to record a refused write.
+		"Writes":     {"internal/device/api.go"},
+		"WriteNamed": {"internal/device/api.go", "internal/audit/event.go"},
+		"WriteAt":    nil,
+		"NewRequest": nil,
+		"WritePaths": nil,
+		"AnswerPath": nil,
 		"Forward":    {"internal/device/api.go"},     // the device handler's one call
 		"Write":      {"internal/bridge/devices.go"}, // Bridge.Forward's one call
 	}
+	mustFind := []string{"Writes", "Forward", "Write"}
 	// The bridge's side of the code: the agent side (durable, collie-agent)
 	// serves the answer route and is not the bridge.
 	bridgeSide := []string{"cmd/collie", "internal/bridge", "internal/control", "internal/device", "internal/upstream", "internal/doctor", "internal/audit"}
@@ -39,8 +48,10 @@ func TestAnswerRouteOnlyFromDevices(t *testing.T) {
 			ast.Inspect(f, func(n ast.Node) bool {
 				switch n := n.(type) {
 				case *ast.SelectorExpr:
-					if n.Sel.Name == "AnswerPath" {
-						found["AnswerPath"] = append(found["AnswerPath"], rel)
+					if x, ok := n.X.(*ast.Ident); ok && x.Name == "wire" {
+						if _, watched := allowed[n.Sel.Name]; watched {
+							found[n.Sel.Name] = append(found[n.Sel.Name], rel)
+						}
 					}
 				case *ast.CallExpr:
 					if sel, ok := n.Fun.(*ast.SelectorExpr); ok {
@@ -69,7 +80,7 @@ func TestAnswerRouteOnlyFromDevices(t *testing.T) {
 			}
 		}
 	}
-	for name := range allowed {
+	for _, name := range mustFind {
 		if len(found[name]) == 0 {
 			t.Errorf("found no use of %s at all: the scan is broken", name)
 		}

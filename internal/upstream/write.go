@@ -12,20 +12,12 @@ import (
 	"github.com/collie-linux/collie/internal/wire"
 )
 
-// Refused is an agent's refusal of a write: its HTTP status and the code
-// and message from its error body. Made by newRefused, which cleans them:
-// they come from the agent. Status is 400 to 599 (any other becomes 502)
-// and Code a lower-case code ("unknown" when the agent gave none or a
-// malformed one).
-type Refused struct {
-	Status  int
-	Code    string
-	Message string
-}
-
-func (e *Refused) Error() string {
-	return agentText(fmt.Sprintf("the agent refused: %s (%s)", e.Message, e.Code))
-}
+// Refused is an agent's refusal of a write (wire.Refused), so that the
+// device API reads it without this package. Made by newRefused, which
+// cleans it: it comes from the agent. Status is 400 to 599 (any other
+// becomes 502) and Code a lower-case code ("unknown" when the agent gave
+// none or a malformed one).
+type Refused = wire.Refused
 
 func (r *reader) write(ctx context.Context, path string, req wire.Request) (*wire.WriteReply, error) {
 	if err := req.Validate(); err != nil {

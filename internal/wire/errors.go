@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -62,4 +63,22 @@ func DecodeError(data []byte) (code, message string, ok bool) {
 	code, _ = sanitize.Line(e.Error.Code, sanitize.LabelBytes)
 	message, _ = sanitize.Line(e.Error.Message, sanitize.RationaleBytes)
 	return code, message, true
+}
+
+// RefusedBytes caps the text of a Refused error.
+const RefusedBytes = 1024
+
+// Refused is an agent's refusal of a write, as the bridge passes it on to
+// a device: the HTTP status and the code and message of the agent's error
+// body. The bridge's client makes it with its fields cleaned (X1): Status
+// 400 to 599, Code a lower-case code, Message one line.
+type Refused struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *Refused) Error() string {
+	s, _ := sanitize.Line(fmt.Sprintf("the agent refused: %s (%s)", e.Message, e.Code), RefusedBytes)
+	return s
 }

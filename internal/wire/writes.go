@@ -26,8 +26,17 @@ const (
 	StarterPath = "/v1/starter"
 )
 
-// WritePaths lists every write route, in the order of C2.
-var WritePaths = []string{AnswerPath, SendPath, AbortPath, ActionPath, RenamePath, ClosePath, ReopenPath, StarterPath}
+// WritePaths lists every write route, in the order of C2: the paths of
+// the registry (Writes).
+var WritePaths = writePaths()
+
+func writePaths() []string {
+	var out []string
+	for _, w := range writes {
+		out = append(out, w.Path)
+	}
+	return out
+}
 
 // Routes for local programs on the agent's own socket. They are not writes
 // in C2's sense: asking a question (open to every local caller, descendants
@@ -523,25 +532,11 @@ func (r *RevokeRequest) Validate() error {
 }
 
 // NewRequest returns an empty request for a write route, one of
-// WritePaths; ok is false for any other path.
+// WritePaths; ok is false for any other path. See WriteAt.
 func NewRequest(path string) (req Request, ok bool) {
-	switch path {
-	case AnswerPath:
-		return new(AnswerRequest), true
-	case SendPath:
-		return new(SendRequest), true
-	case AbortPath:
-		return new(AbortRequest), true
-	case ActionPath:
-		return new(ActionRequest), true
-	case RenamePath:
-		return new(RenameRequest), true
-	case ClosePath:
-		return new(CloseRequest), true
-	case ReopenPath:
-		return new(ReopenRequest), true
-	case StarterPath:
-		return new(StarterRequest), true
+	w, err := WriteAt(path)
+	if err != nil {
+		return nil, false
 	}
-	return nil, false
+	return w.New(), true
 }
