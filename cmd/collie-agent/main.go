@@ -17,91 +17,192 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 
 	"github.com/collie-linux/collie/internal/ask"
 	"github.com/collie-linux/collie/internal/callercheck"
+	"github.com/collie-linux/collie/internal/cli"
 	"github.com/collie-linux/collie/internal/durable"
 	"github.com/collie-linux/collie/internal/durable/board"
 	"github.com/collie-linux/collie/internal/durable/grants"
+	"github.com/collie-linux/collie/internal/hint"
 	"github.com/collie-linux/collie/internal/runcmd"
 	"github.com/collie-linux/collie/internal/systemd/journald"
 	"github.com/collie-linux/collie/internal/version"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
+// main is the one way out of collie-agent: every command returns an
+// error, exitCode gives it its status, and report says it once.
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Exit statuses of collie-agent, the table in collie-agent(1) EXIT STATUS;
+// they mean what they mean in collie(1). collie-agent ask has those of
+// internal/ask besides (1 answered no, 3 timed out, 4 withdrawn, 5 could
+// not ask).
+const (
+	exitOK     = 0 // done: stopped by SIGTERM or SIGINT, a valid config, --help
+	exitFailed = 1 // cannot start, stopped on an error, or the config is not valid
+	exitUsage  = 2 // a mistake on the command line
+)
+
+// exitCode decides the exit status of every command, in one place.
+func exitCode(err error) int {
+	var unasked *ask.Unasked
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case cli.IsUsage(err):
+		return exitUsage
+	case errors.Is(err, ask.ErrNo):
+		return ask.ExitNo
+	case errors.Is(err, ask.ErrTimedOut):
+		return ask.ExitTimedOut
+	case errors.Is(err, ask.ErrWithdrawn):
+		return ask.ExitWithdrawn
+	case errors.As(err, &unasked):
+		return ask.ExitError
+	}
+	return exitFailed
+}
+
+// said reports whether err was said already: help, and collie-agent
+// ask's decisions other than yes.
+func said(err error) bool {
+	return errors.Is(err, flag.ErrHelp) || errors.Is(err, ask.ErrNo) ||
+		errors.Is(err, ask.ErrTimedOut) || errors.Is(err, ask.ErrWithdrawn)
 }
 
 // validName is the rule for an agent's instance name: it becomes a file name.
 var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
+// env is what a command works with.
+type env struct {
+	stdout, stderr io.Writer
+	name           string // the agent's name, for the journal's AGENT
+	json           bool   // the command line asked for JSON: errors are JSON too
+}
+
+// command is one row of collie-agent's command table: dispatch, the
+// usage and each command's --help read it, and so do the scripts that
+// walk every command (cmd/collie/testdata/script/usage.txtar).
+type command struct {
+	name     string // "" for the agent itself
+	synopsis string
+	summary  string
+	run      func(ctx context.Context, e *env, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{"", "[--name NAME] [--socket PATH] [--config FILE] [--check-config] [--version]",
+			"Serve the durable agent NAME on its private socket (collie-agent@NAME.socket), or check its config.", cmdServe},
+		{"ask", "KIND [OPTIONS] TITLE", "Ask the user through the agent and wait for the answer (collie-agent ask --help).", cmdAsk},
+		{"grants", "[--agent NAME | --socket PATH] [--json] [--revoke ID | --revoke-all]", `List or revoke the agent's "always allow" grants.`, cmdGrants},
+	}
+}
+
 func run(args []string, stdout, stderr io.Writer) int {
+	e := &env{stdout: stdout, stderr: stderr, name: "demo", json: cli.WantsJSON(nil, args)}
+	err := dispatch(context.Background(), e, args)
+	code := exitCode(err)
+	if err != nil && !said(err) {
+		report(e, err, code)
+	}
+	return code
+}
+
+func dispatch(ctx context.Context, e *env, args []string) error {
+	table := commands()
 	if len(args) > 0 {
-		e := ask.Env{Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Getenv: os.Getenv}
-		switch args[0] {
-		case "ask":
-			e.Prog = "collie-agent ask"
-			return ask.Main(context.Background(), args[1:], e)
-		case "grants":
-			e.Prog = "collie-agent grants"
-			return ask.Grants(context.Background(), args[1:], e)
+		for _, c := range table[1:] {
+			if args[0] == c.name {
+				return c.run(ctx, e, args[1:])
+			}
 		}
 	}
+	return table[0].run(ctx, e, args)
+}
+
+// report says err once: age's "collie-agent: error:" and "hint:" lines
+// on stderr, or one JSON object with --json. It is the agent's last word:
+// run as a service, a journal entry at PRIORITY=3 with the agent's name
+// (AGENT) and the hint (HINT), message and hint in MESSAGE.
+func report(e *env, err error, code int) {
+	if cli.IsUsage(err) && hint.Of(err) == "" {
+		err = hint.Wrap(err, "see collie-agent --help")
+	}
+	if !e.json && journald.ToJournal() {
+		fields := map[string]string{"agent": e.name}
+		if h := hint.Of(err); h != "" {
+			fields["hint"] = h
+		}
+		journald.Fatal(e.stderr, "collie-agent", cli.Text(err), fields)
+		return
+	}
+	cli.WriteError(e.stderr, "collie-agent", err, code, e.json)
+}
+
+// writeUsage is collie-agent's usage: every command of the table, and
+// the agent's own flags.
+func writeUsage(w io.Writer, fs *flag.FlagSet) {
+	var lines []string
+	for _, c := range commands() {
+		lines = append(lines, strings.TrimSpace(strings.Join([]string{"collie-agent", c.name, c.synopsis}, " ")))
+	}
+	lines[0] = strings.ReplaceAll(lines[0], "  ", " ")
+	cli.WriteUsage(w, lines, commands()[0].summary, fs)
+}
+
+func cmdAsk(ctx context.Context, e *env, args []string) error {
+	return ask.Run(ctx, args, ask.Env{Stdin: os.Stdin, Stdout: e.stdout, Stderr: e.stderr, Getenv: os.Getenv, Prog: "collie-agent ask"})
+}
+
+func cmdGrants(ctx context.Context, e *env, args []string) error {
+	return ask.Grants(ctx, args, ask.Env{Stdin: os.Stdin, Stdout: e.stdout, Stderr: e.stderr, Getenv: os.Getenv, Prog: "collie-agent grants"})
+}
+
+// cmdServe is the agent itself: it serves until SIGTERM or SIGINT, or
+// with --check-config checks its config and exits.
+func cmdServe(_ context.Context, e *env, args []string) error {
 	// Signals first: from here on, a HUP or TERM is the agent's to handle,
 	// also while it is still starting (see catchSignals).
 	sig := catchSignals()
 	defer sig.stop()
 	fs := flag.NewFlagSet("collie-agent", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // its errors go out through fail, below
 	name := fs.String("name", "demo", "the agent's `name` (the instance of collie-agent@NAME)")
 	socket := fs.String("socket", "", "the socket `path` when not socket-activated (default $XDG_RUNTIME_DIR/desk/NAME.sock)")
 	cfgPath := fs.String("config", "", "the config `file` (default $XDG_CONFIG_HOME/collie-agent/NAME.toml)")
 	check := fs.Bool("check-config", false, "check the config file as the agent does at start (syntax, settings, tokens, TLS files) and exit")
 	showVersion := fs.Bool("version", false, "print the version and exit")
-	usage := func() {
-		fmt.Fprintf(stderr, "Usage: collie-agent [--name NAME] [--socket PATH] [--config FILE] [--check-config]\n       collie-agent ask KIND [OPTIONS] TITLE   (see collie-agent ask --help)\n       collie-agent grants [--agent NAME] [--revoke ID | --revoke-all]\n\n")
-		fs.SetOutput(stderr)
-		fs.PrintDefaults()
-	}
-	fs.Usage = func() {}
-	// Every way out ends in fail: at PRIORITY=3 in the journal, with the
-	// agent's name, when the agent runs as a service; else on stderr.
-	fail := func(code int, format string, a ...any) int {
-		journald.Fatal(stderr, "collie-agent", fmt.Sprintf(format, a...), map[string]string{"agent": *name})
-		return code
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			usage()
-			return 2
-		}
-		return fail(2, "%v; see collie-agent --help", err)
+	rest, err := cli.Parse(fs, args, func() { writeUsage(e.stdout, fs) })
+	e.name = *name
+	if err != nil {
+		return err
 	}
 	if *showVersion {
-		fmt.Fprintln(stdout, "collie-agent", version.String())
-		return 0
+		fmt.Fprintln(e.stdout, "collie-agent", version.String())
+		return nil
 	}
-	if fs.NArg() > 0 {
-		return fail(2, "unexpected argument %q; see collie-agent --help", fs.Arg(0))
+	if len(rest) > 0 {
+		return cli.Usagef("unexpected argument %q", rest[0])
 	}
 	if !validName.MatchString(*name) {
-		return fail(2, "the name %q is not valid; use 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit", *name)
+		return &cli.UsageError{Err: hint.Errorf("use 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit", "the name %q is not valid", *name)}
 	}
 	path := configPath(*cfgPath, *name, os.Getenv)
 	if *check {
 		if _, err := prepare(path, *name, os.Getenv); err != nil {
-			return fail(1, "%v", err)
+			return err
 		}
-		fmt.Fprintf(stdout, "%s is valid\n", path)
-		return 0
+		fmt.Fprintf(e.stdout, "%s is valid\n", path)
+		return nil
 	}
-	log := journald.NewLogger("collie-agent", stderr, slog.LevelInfo).With("agent", *name)
-	if err := serve(sig, *name, *socket, path, log); err != nil {
-		return fail(1, "%v", err)
-	}
-	return 0
+	log := journald.NewLogger("collie-agent", e.stderr, slog.LevelInfo).With("agent", *name)
+	return serve(sig, *name, *socket, path, log)
 }
 
 // signals are the agent's: SIGINT and SIGTERM stop it, SIGHUP reloads its

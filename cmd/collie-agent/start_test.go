@@ -12,8 +12,9 @@ import (
 // TestCheckConfigAsAtStart_L4: --check-config runs what the agent runs at
 // start, so it refuses what would stop the agent there (a token transport
 // without a token, plain HTTP beyond loopback, a key others can read),
-// naming the file; and every way out is one "collie-agent: " line with its
-// exit status (issue 9 items 12, 13).
+// naming the file; and every way out is one "collie-agent: error: " line
+// with its exit status, and a "hint:" line where there is a fix to give
+// (issue 9 items 12, 13; issue 10 item 10).
 func TestCheckConfigAsAtStart_L4(t *testing.T) {
 	dir := t.TempDir()
 	key := filepath.Join(dir, "key.pem")
@@ -25,13 +26,15 @@ func TestCheckConfigAsAtStart_L4(t *testing.T) {
 		args       []string
 		code       int
 		want       string
+		hint       string
 	}{
 		{name: "https_without_token", toml: "[https]\nlisten = \"127.0.0.1:0\"\n", code: 1, want: "there is no token: set COLLIE_TOKEN"},
 		{name: "https_plain_beyond_loopback", toml: "[https]\nlisten = \"0.0.0.0:8443\"\ntoken = \"" + strings.Repeat("a", 64) + "\"\n", code: 1, want: "needs TLS"},
 		{name: "https_bad_cert", toml: "[https]\nlisten = \"127.0.0.1:0\"\ncert = \"" + key + "\"\nkey = \"" + key + "\"\ntoken = \"" + strings.Repeat("a", 64) + "\"\n", code: 1, want: "[https] load cert"},
 		{name: "unknown_key", toml: "titel = \"x\"\n", code: 1, want: "line 1"},
-		{name: "bad_flag", args: []string{"--nope"}, code: 2, want: "collie-agent: flag provided but not defined: -nope; see collie-agent --help"},
-		{name: "extra_argument", args: []string{"x"}, code: 2, want: "collie-agent: unexpected argument \"x\""},
+		{name: "bad_flag", args: []string{"--nope"}, code: 2, want: "collie-agent: error: flag provided but not defined: --nope\n", hint: "see collie-agent --help"},
+		{name: "extra_argument", args: []string{"x"}, code: 2, want: "collie-agent: error: unexpected argument \"x\"\n", hint: "see collie-agent --help"},
+		{name: "bad_name", args: []string{"--name", "Bad/Name"}, code: 2, want: "collie-agent: error: the name \"Bad/Name\" is not valid\n", hint: "use 1 to 64 of a-z"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			args, file := tt.args, ""
@@ -44,8 +47,13 @@ func TestCheckConfigAsAtStart_L4(t *testing.T) {
 			}
 			var out, errOut strings.Builder
 			code := run(args, &out, &errOut)
-			if code != tt.code || !strings.HasPrefix(errOut.String(), "collie-agent: ") || !strings.Contains(errOut.String(), tt.want) ||
-				!strings.Contains(errOut.String(), file) || strings.Count(errOut.String(), "\n") != 1 {
+			lines := 1
+			if tt.hint != "" {
+				lines = 2
+			}
+			if code != tt.code || !strings.HasPrefix(errOut.String(), "collie-agent: error: ") || !strings.Contains(errOut.String(), tt.want) ||
+				!strings.Contains(errOut.String(), file) || strings.Count(errOut.String(), "\n") != lines ||
+				tt.hint != "" && !strings.Contains(errOut.String(), "\ncollie-agent: hint: "+tt.hint) {
 				t.Errorf("code %d, stderr %q; want %d and %q", code, errOut.String(), tt.code, tt.want)
 			}
 		})

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,14 +14,12 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/audit"
+	"github.com/collie-linux/collie/internal/hint"
 )
 
-// cmdAudit shows the audit log (A1-A4) or, with "verify", checks its
-// hash chain.
+// cmdAudit shows the audit log (A1-A4); `collie audit verify`
+// (cmdAuditVerify) checks its hash chain.
 func cmdAudit(ctx context.Context, e *env, args []string) error {
-	if len(args) > 0 && args[0] == "verify" {
-		return cmdAuditVerify(ctx, e, args[1:])
-	}
 	fs := newFlags("collie audit", e)
 	agent := fs.String("agent", "", "show only the lines of the durable agent `NAME`")
 	device := fs.String("device", "", "show only the lines of the device `ID`")
@@ -165,23 +161,11 @@ func auditString(s string) string {
 func cmdAuditVerify(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("collie audit verify", e)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	var files []string
-	var flags []string
-	for _, a := range args { // FILE arguments may stand among the flags
-		if strings.HasPrefix(a, "-") {
-			flags = append(flags, a)
-		} else {
-			files = append(files, a)
-		}
-	}
-	if err := fs.Parse(flags); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return usagef("see collie(1)")
-		}
-		return usagef("%v", err)
+	files, err := parseArgs(fs, args, 0, -1) // FILE arguments may stand among the flags
+	if err != nil {
+		return err
 	}
 	var rep audit.Report
-	var err error
 	where, journalNote := "", ""
 	if len(files) > 0 {
 		rep, err = audit.VerifyFiles(files...)
@@ -233,11 +217,11 @@ func cmdAuditVerify(ctx context.Context, e *env, args []string) error {
 	}
 	if !rep.Intact() {
 		first := rep.Problems[0]
+		const keep = "keep a copy of it as evidence and compare it with a backup"
 		if first.Line == 0 {
-			return errors.New("the audit log does not hold records the journal anchored: it was truncated or rewritten after they were written; keep a copy of it as evidence and compare it with a backup")
+			return hint.New("the audit log does not hold records the journal anchored: it was truncated or rewritten after they were written", keep)
 		}
-		return fmt.Errorf("the audit log was changed after it was written, first at %s line %d; keep a copy of it as evidence and compare it with a backup",
-			auditFile(first.File, where), first.Line)
+		return hint.Errorf(keep, "the audit log was changed after it was written, first at %s line %d", auditFile(first.File, where), first.Line)
 	}
 	return nil
 }

@@ -28,17 +28,14 @@ func needShell(t *testing.T, shell string) string {
 }
 
 // TestCompletionsKnowEveryCommand_L4: each completion offers every command
-// and flag of the usage text and every doctor check, and parses in its
+// and flag of the command table (and of each command's --help) and every doctor check, and parses in its
 // shell.
 func TestCompletionsKnowEveryCommand_L4(t *testing.T) {
-	words := regexp.MustCompile(`--[a-z-]+`).FindAllString(usage, -1)
-	for _, line := range strings.Split(usage, "\n") {
-		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(line, "  ") && f[0] != "" && f[0][0] >= 'a' && f[0][0] <= 'z' {
-			words = append(words, f[0])
-			if f[0] == "durable" && len(f) > 1 {
-				words = append(words, f[1])
-			}
-		}
+	var words []string
+	for _, c := range commands() { // every command, subcommand and flag of the table
+		words = append(words, strings.Fields(c.name)...)
+		words = append(words, regexp.MustCompile(`--[a-z-]+`).FindAllString(strings.Join(c.synopsis, " "), -1)...)
+		words = append(words, helpFlags(t, c)...)
 	}
 	words = append(words, doctor.Names()...)
 	for shell, path := range completions {

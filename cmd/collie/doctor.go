@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-
 	"github.com/collie-linux/collie/internal/doctor"
+	"github.com/collie-linux/collie/internal/hint"
 	"github.com/collie-linux/collie/internal/version"
 )
 
@@ -34,8 +32,8 @@ func cmdDoctor(ctx context.Context, e *env, args []string) error {
 	case 0:
 		return nil
 	case 1:
-		return errors.New("1 check failed; run the fix shown under it, then collie doctor again")
+		return hint.New("1 check failed", "run the fix shown under it, then collie doctor again")
 	default:
-		return fmt.Errorf("%d checks failed; run the fix shown under each, then collie doctor again", n)
+		return hint.Errorf("run the fix shown under each, then collie doctor again", "%d checks failed", n)
 	}
 }

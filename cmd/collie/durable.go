@@ -21,36 +21,14 @@ import (
 	"github.com/collie-linux/collie/internal/upstream"
 )
 
-func newFlags(name string, e *env) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	return fs
-}
-
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return usagef("see collie(1)")
-		}
-		return usagef("%v", err)
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
-	}
-	return nil
-}
-
 func cmdAttach(ctx context.Context, e *env, args []string) error {
-	name, rest, err := splitName(args, "socket", "url", "token-env", "ca-file")
-	if err != nil {
-		return err
-	}
 	fs := newFlags("collie durable attach", e)
 	socket := fs.String("socket", "", "the agent's Unix socket `path`")
 	rawURL := fs.String("url", "", "the agent's `URL` (token transport)")
-	tokenEnv := fs.String("token-env", "", "the environment `variable` that holds the token")
+	tokenEnv := fs.String("token-env", "", "the environment variable `VAR` that holds the token")
 	caFile := fs.String("ca-file", "", "a PEM `file` of a private CA to trust for --url")
-	if err := parse(fs, rest); err != nil {
+	name, err := oneName(fs, args)
+	if err != nil {
 		return err
 	}
 	src, err := attachSource(e, name, *socket, *rawURL, *tokenEnv, *caFile)
@@ -125,12 +103,23 @@ func socketPlatform(goos string) error {
 	return nil
 }
 
-func cmdDetach(ctx context.Context, e *env, args []string) error {
-	name, rest, err := splitName(args)
+// oneName parses the flags and takes the one positional NAME, wherever it
+// stands among them, so "attach NAME --socket P" and "attach --socket P
+// NAME" both work.
+func oneName(fs *flag.FlagSet, args []string) (string, error) {
+	pos, err := parseArgs(fs, args, 0, -1)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if err := parse(newFlags("collie durable detach", e), rest); err != nil {
+	if len(pos) != 1 {
+		return "", usagef("give exactly one agent NAME")
+	}
+	return pos[0], nil
+}
+
+func cmdDetach(ctx context.Context, e *env, args []string) error {
+	name, err := oneName(newFlags("collie durable detach", e), args)
+	if err != nil {
 		return err
 	}
 	paths, err := e.paths()

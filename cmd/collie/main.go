@@ -6,148 +6,171 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
+	"flag"
 	"io"
 	"os"
-	"strings"
 
+	"github.com/collie-linux/collie/internal/ask"
+	"github.com/collie-linux/collie/internal/cli"
 	"github.com/collie-linux/collie/internal/config"
+	"github.com/collie-linux/collie/internal/hint"
 	"github.com/collie-linux/collie/internal/systemd/journald"
-	"github.com/collie-linux/collie/internal/version"
 )
 
+// main is the one way out of collie: every command returns an error,
+// exitCode gives it its status, and report says it once.
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// usageError is a mistake in the command line: exit status 2.
-type usageError struct{ msg string }
+// Exit statuses of collie, the table in collie(1) EXIT STATUS. collie ask
+// has those of internal/ask besides (1 answered no, 3 timed out, 4
+// withdrawn, 5 could not ask), the same in collie-agent ask.
+const (
+	exitOK      = 0 // done; also --help
+	exitFailed  = 1 // the command failed: a doctor row, a tampered audit log, the daemon stopped
+	exitUsage   = 2 // a mistake on the command line
+	exitNo      = ask.ExitNo
+	exitTimeout = ask.ExitTimedOut
+	exitGone    = ask.ExitWithdrawn
+	exitUnasked = ask.ExitError
+)
 
-func (e usageError) Error() string { return e.msg }
+// exitCode decides the exit status of every command, in one place.
+func exitCode(err error) int {
+	var unasked *ask.Unasked
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case cli.IsUsage(err):
+		return exitUsage
+	case errors.Is(err, ask.ErrNo):
+		return exitNo
+	case errors.Is(err, ask.ErrTimedOut):
+		return exitTimeout
+	case errors.Is(err, ask.ErrWithdrawn):
+		return exitGone
+	case errors.As(err, &unasked):
+		return exitUnasked
+	}
+	return exitFailed
+}
 
-func usagef(format string, a ...any) error { return usageError{fmt.Sprintf(format, a...)} }
+// said reports whether err was said already, so main prints nothing more:
+// help, and collie ask's decisions other than yes.
+func said(err error) bool {
+	return errors.Is(err, flag.ErrHelp) || errors.Is(err, ask.ErrNo) ||
+		errors.Is(err, ask.ErrTimedOut) || errors.Is(err, ask.ErrWithdrawn)
+}
 
 // env is what a subcommand works with.
 type env struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	cmd            *command // the command running, for its usage and hints
+	json           bool     // the command line asked for JSON: errors are JSON too
 }
 
 func (e *env) paths() (config.Paths, error) { return config.FromEnv(e.getenv) }
 
-const usage = `Usage: collie COMMAND [ARGS]
-
-Commands:
-  daemon                               run the bridge in the foreground (what collie.service runs)
-  demo                                 run the bridge with a demo durable agent, in a throwaway folder
-  doctor [--json] [--check NAME]       check the installation; prints the fix for every row that is not ok
-  durable attach NAME --socket PATH    attach the durable agent listening at PATH
-  durable attach NAME --url URL --token-env VAR [--ca-file FILE]
-                                       attach an agent on another host, over HTTPS
-  durable detach NAME                  detach an agent
-  durable list [--json]                list attached agents: reachable, or exactly why not
-  show [--json]                        show what the bridge holds: conversations, items, open questions
-  ask KIND [OPTIONS] TITLE             ask the user through a durable agent and wait for the answer (collie ask --help)
-  pair [--json] [--no-qr]              pair a phone or browser: a single-use URL, QR code and check code
-  devices [--json]                     list paired devices
-  devices revoke ID                    cut a device off at once
-  audit [--agent N] [--device ID] [--event E] [--since DUR] [--json] | audit verify [FILE...]
-                                       show the audit log of device writes; verify checks its hash chain
-  version                              print the version
-
-See collie(1) for more.
-`
-
 func run(args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	e := &env{stdout: stdout, stderr: stderr, getenv: os.Getenv, json: cli.WantsJSON(nil, args)}
 	err := dispatch(context.Background(), e, args)
-	if err == nil {
-		return 0
+	code := exitCode(err)
+	if err != nil && !said(err) {
+		report(e, err, code)
 	}
-	// Every way out of every command, the daemon's included, ends here:
-	// in the journal (collie.service) at PRIORITY=3, else on stderr.
-	var ue usageError
-	if errors.As(err, &ue) {
-		journald.Fatal(stderr, "collie", ue.msg, nil)
-		return 2
-	}
-	journald.Fatal(stderr, "collie", err.Error(), nil)
-	return 1
+	return code
 }
+
+// report says err once, as the user reads it: age's "collie: error:"
+// and "collie: hint:" lines, or with --json one JSON object, on stderr.
+// An error that stops the daemon under systemd is its last word in the
+// journal at PRIORITY=3 (journald.Fatal), message and hint in MESSAGE and
+// the hint in HINT besides.
+func report(e *env, err error, code int) {
+	if cli.IsUsage(err) && hint.Of(err) == "" {
+		see := "see collie --help"
+		if e.cmd != nil {
+			see = "see collie " + e.cmd.name + " --help"
+		}
+		err = hint.Wrap(err, see)
+	}
+	if !e.json && journald.ToJournal() {
+		var fields map[string]string
+		if h := hint.Of(err); h != "" {
+			fields = map[string]string{"hint": h}
+		}
+		journald.Fatal(e.stderr, "collie", cli.Text(err), fields)
+		return
+	}
+	cli.WriteError(e.stderr, "collie", err, code, e.json)
+}
+
+// usagef is a mistake on the command line: exit status 2.
+func usagef(format string, a ...any) error { return cli.Usagef(format, a...) }
 
 func dispatch(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 {
-		fmt.Fprint(e.stderr, usage)
+		writeCommands(e.stderr)
 		return usagef("no command given")
 	}
-	switch cmd, rest := args[0], args[1:]; cmd {
-	case "daemon":
-		return cmdDaemon(ctx, e, rest)
-	case "demo":
-		return cmdDemo(ctx, e, rest)
-	case "doctor":
-		return cmdDoctor(ctx, e, rest)
-	case "durable":
-		return cmdDurable(ctx, e, rest)
-	case "pair":
-		return cmdPair(ctx, e, rest)
-	case "devices":
-		return cmdDevices(ctx, e, rest)
-	case "audit":
-		return cmdAudit(ctx, e, rest)
-	case "ask":
-		return cmdAsk(ctx, e, rest)
-	case "show":
-		return cmdShow(ctx, e, rest)
-	case "version", "--version", "-version":
-		fmt.Fprintln(e.stdout, "collie", version.String())
+	switch args[0] {
+	case "-h", "--help", "-help":
+		writeCommands(e.stdout)
 		return nil
-	case "help", "-h", "--help", "-help":
-		fmt.Fprint(e.stdout, usage)
-		return nil
-	default:
-		return usagef("unknown command %q; run collie help", cmd)
+	case "--version", "-version":
+		args = append([]string{"version"}, args[1:]...)
 	}
+	c, rest, err := lookup(args)
+	if err != nil {
+		return err
+	}
+	e.cmd = &c
+	return c.run(ctx, e, rest)
 }
 
-func cmdDurable(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 {
-		return usagef("durable needs a subcommand: attach, detach or list")
+func cmdHelp(_ context.Context, e *env, args []string) error {
+	if err := parse(newFlags("collie help", e), args); err != nil {
+		return err
 	}
-	switch sub, rest := args[0], args[1:]; sub {
-	case "attach":
-		return cmdAttach(ctx, e, rest)
-	case "detach":
-		return cmdDetach(ctx, e, rest)
-	case "list":
-		return cmdList(ctx, e, rest)
-	default:
-		return usagef("unknown durable subcommand %q; use attach, detach or list", sub)
-	}
+	writeCommands(e.stdout)
+	return nil
 }
 
-// splitName takes the one positional NAME from args, wherever it stands
-// among the flags, so "attach NAME --socket P" and "attach --socket P NAME"
-// both work.
-func splitName(args []string, flagsWithValue ...string) (name string, flags []string, err error) {
-	var names []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if strings.HasPrefix(a, "-") {
-			flags = append(flags, a)
-			bare := strings.TrimLeft(a, "-")
-			for _, f := range flagsWithValue {
-				if bare == f && i+1 < len(args) {
-					flags = append(flags, args[i+1])
-					i++
-				}
-			}
-			continue
+// newFlags is a command's FlagSet; its --help writes the command's usage
+// to stdout, from the command table and the flags (cli.WriteUsage).
+func newFlags(name string, e *env) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		c := e.cmd
+		if c == nil {
+			c = &command{name: name}
 		}
-		names = append(names, a)
+		cli.WriteUsage(e.stdout, c.usageLines(), c.summary, fs)
 	}
-	if len(names) != 1 {
-		return "", nil, usagef("give exactly one agent NAME")
+	return fs
+}
+
+// parse parses a command's flags, which take no other argument.
+func parse(fs *flag.FlagSet, args []string) error {
+	_, err := parseArgs(fs, args, 0, 0)
+	return err
+}
+
+// parseArgs parses a command's flags and returns its other arguments,
+// from min to max of them (max -1: any number), wherever they stand.
+// Help and a bad flag come back as errors for main (cli.Parse).
+func parseArgs(fs *flag.FlagSet, args []string, min, max int) ([]string, error) {
+	pos, err := cli.Parse(fs, args, fs.Usage)
+	if err != nil {
+		return nil, err
 	}
-	return names[0], flags, nil
+	switch {
+	case max >= 0 && len(pos) > max:
+		return nil, usagef("unexpected argument %q", pos[max])
+	case len(pos) < min:
+		return nil, usagef("missing argument")
+	}
+	return pos, nil
 }

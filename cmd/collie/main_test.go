@@ -1,12 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,6 +45,7 @@ func TestScripts(t *testing.T) {
 			"waitsock": waitSock,
 			"retry":    retry,
 			"mode":     mode,
+			"exits":    exits,
 		},
 	})
 }
@@ -106,6 +110,27 @@ func mode(ts *testscript.TestScript, neg bool, args []string) {
 	got := fmt.Sprintf("%04o", fi.Mode().Perm())
 	if (got == args[1]) == neg {
 		ts.Fatalf("mode of %s is %s; want %s%s", args[0], got, map[bool]string{true: "not "}[neg], args[1])
+	}
+}
+
+// exits CODE PROGRAM ARGS...: run the program; its exit status is CODE.
+// Its stdout and stderr are kept for the commands that follow, as exec's.
+func exits(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 || neg {
+		ts.Fatalf("usage: exits CODE PROGRAM [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("%s: %v", args[1], err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited %d; want %d\nstderr: %s", strings.Join(args[1:], " "), got, want, ts.ReadFile("stderr"))
 	}
 }
 

@@ -8,7 +8,9 @@ import (
 
 	"github.com/skip2/go-qrcode"
 
+	"github.com/collie-linux/collie/internal/cli"
 	"github.com/collie-linux/collie/internal/control"
+	"github.com/collie-linux/collie/internal/hint"
 )
 
 // cmdPair asks the daemon for a single-use pairing offer and shows it: the
@@ -47,29 +49,38 @@ func cmdPair(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// cmdDevices lists paired devices, or revokes one.
-func cmdDevices(ctx context.Context, e *env, args []string) error {
+// cmdRevoke cuts a paired device off.
+func cmdRevoke(ctx context.Context, e *env, args []string) error {
+	ids, err := parseArgs(newFlags("collie devices revoke", e), args, 0, -1)
+	if err != nil {
+		return err
+	}
+	if len(ids) != 1 {
+		return &cli.UsageError{Err: hint.New("give the device's id: collie devices revoke ID", "collie devices lists the ids")}
+	}
 	paths, err := e.paths()
 	if err != nil {
 		return err
 	}
-	c := control.NewClient(paths.Control())
-	if len(args) > 0 && args[0] == "revoke" {
-		if len(args) != 2 {
-			return usagef("give the device's id: collie devices revoke ID (see collie devices)")
-		}
-		if err := c.Revoke(ctx, args[1]); err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stdout, "revoked %s; it is cut off now\n", args[1])
-		return nil
+	if err := control.NewClient(paths.Control()).Revoke(ctx, ids[0]); err != nil {
+		return err
 	}
+	fmt.Fprintf(e.stdout, "revoked %s; it is cut off now\n", ids[0])
+	return nil
+}
+
+// cmdDevices lists paired devices.
+func cmdDevices(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("collie devices", e)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	devs, err := c.Devices(ctx)
+	paths, err := e.paths()
+	if err != nil {
+		return err
+	}
+	devs, err := control.NewClient(paths.Control()).Devices(ctx)
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/collie-linux/collie/internal/cli"
+	"github.com/collie-linux/collie/internal/hint"
 	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/wire"
 )
@@ -63,6 +65,7 @@ Options:
   --agent NAME              ask through collie-agent@NAME (default: $COLLIE_AGENT, or the only agent)
   --socket PATH             ask through the agent listening at PATH
   --hook claude             read Claude Code's PreToolUse JSON on stdin, print its decision JSON
+  -h, --help                show this help
 
 Exit status: 0 yes (or answered), 1 no, 2 usage, 3 timed out (denied),
 4 withdrawn, 5 could not ask. See collie-agent(1).
@@ -74,10 +77,31 @@ type multi []string
 func (m *multi) String() string     { return strings.Join(*m, ",") }
 func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 
-// Main runs the ask command with args and returns its exit status.
-func Main(ctx context.Context, args []string, e Env) int {
+// The decisions other than yes (or an answer), as Run returns them. What
+// they mean was printed already, on stdout or stderr, so main prints
+// nothing more; it maps each to its exit status (ExitNo, ExitTimedOut,
+// ExitWithdrawn), as it maps Unasked to ExitError and a
+// cli.UsageError to ExitUsage.
+var (
+	ErrNo        = errors.New("answered no")
+	ErrTimedOut  = errors.New("no answer in time; denied by default")
+	ErrWithdrawn = errors.New("the question was withdrawn")
+)
+
+// Unasked is what kept the question from being asked, or its answer from
+// coming back: the agent could not be found or reached, or it refused.
+type Unasked struct{ Err error }
+
+func (u *Unasked) Error() string { return u.Err.Error() }
+
+// Unwrap returns the reason.
+func (u *Unasked) Unwrap() error { return u.Err }
+
+// Run runs the ask command with args. Every flag and argument is checked
+// before the agent's socket is looked for, so a mistake on the command
+// line is exit status 2 wherever it is run.
+func Run(ctx context.Context, args []string, e Env) error {
 	fs := flag.NewFlagSet(e.Prog, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var (
 		yesNo, line, asJSON                                     bool
 		choices, fields                                         multi
@@ -98,41 +122,38 @@ func Main(ctx context.Context, args []string, e Env) int {
 	fs.StringVar(&socket, "socket", "", "")
 	fs.StringVar(&agent, "agent", "", "")
 	fs.StringVar(&hk, "hook", "", "")
-	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(e.Stderr, "%s: %s; see %s --help\n", e.Prog, fmt.Sprintf(format, a...), e.Prog)
-		return ExitUsage
+	see := "see " + e.Prog + " --help"
+	usageErr := func(format string, a ...any) error {
+		return &cli.UsageError{Err: hint.Errorf(see, format, a...)}
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(e.Stdout, usage(e.Prog))
-			return 0
+	rest, err := cli.Parse(fs, args, func() { fmt.Fprint(e.Stdout, usage(e.Prog)) })
+	if err != nil {
+		if cli.IsUsage(err) {
+			return &cli.UsageError{Err: hint.Wrap(errors.Unwrap(err), see)}
 		}
-		return usageErr("%v", err)
+		return err
 	}
 	if timeout < 0 {
 		return usageErr("--timeout must not be negative")
 	}
-	path, err := findSocket(socket, agent, e.Getenv)
-	if err != nil && hk == "" {
-		fmt.Fprintf(e.Stderr, "%s: %v\n", e.Prog, err)
-		return ExitError
-	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if hk != "" {
 		if hk != "claude" {
 			return usageErr("--hook %q is not known; the adapter there is: --hook claude", hk)
 		}
-		if yesNo || line || len(choices) > 0 || len(fields) > 0 || title != "" || fs.NArg() > 0 {
+		if yesNo || line || len(choices) > 0 || len(fields) > 0 || title != "" || len(rest) > 0 {
 			return usageErr("--hook claude takes the question from stdin; give no kind or title")
 		}
 		if timeout == 0 {
 			timeout = DefaultHookTimeout
 		}
-		return hookClaude(ctx, e, path, err, timeout)
+		path, err := findSocket(socket, agent, e.Getenv)
+		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		hookClaude(ctx, e, path, err, timeout) // always a decision on stdout, and exit status 0
+		return nil
 	}
 
-	switch rest := fs.Args(); {
+	switch {
 	case len(rest) == 1 && title == "":
 		title = rest[0]
 	case len(rest) > 0:
@@ -184,10 +205,16 @@ func Main(ctx context.Context, args []string, e Env) int {
 	if err := r.Validate(); err != nil {
 		return usageErr("%v", err)
 	}
+	// Only now, with the command line found good, the agent.
+	path, err := findSocket(socket, agent, e.Getenv)
+	if err != nil {
+		return &Unasked{Err: err}
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	rep, err := ask(ctx, path, r, timeout)
 	if err != nil {
-		fmt.Fprintf(e.Stderr, "%s: %s\n", e.Prog, sanitize.TerminalLine(describeErr(err, path, e.Getenv)))
-		return ExitError
+		return &Unasked{Err: errors.New(sanitize.TerminalLine(describeErr(err, path, e.Getenv)))}
 	}
 	return report(e, r, rep, asJSON, timeout)
 }
@@ -273,12 +300,12 @@ func result(r wire.AskRequest, rep wire.AskReply) Result {
 // (cleanReply); it is cleaned again here for the terminal (X1), each
 // answer and value as one line, so that a newline in a value cannot forge
 // another ID=VALUE line for a script that reads them.
-func report(e Env, r wire.AskRequest, rep wire.AskReply, asJSON bool, timeout time.Duration) int {
+func report(e Env, r wire.AskRequest, rep wire.AskReply, asJSON bool, timeout time.Duration) error {
 	res := result(r, rep)
 	if asJSON {
 		b, _ := json.Marshal(res)
 		fmt.Fprintf(e.Stdout, "%s\n", sanitize.TerminalJSON(b))
-		return res.Exit
+		return decision(res.Exit)
 	}
 	line := sanitize.TerminalLine
 	switch {
@@ -298,7 +325,20 @@ func report(e Env, r wire.AskRequest, rep wire.AskReply, asJSON bool, timeout ti
 	if rep.Status == wire.StatusAnswered && rep.Reason != "" {
 		fmt.Fprintf(e.Stderr, "reason: %s\n", line(rep.Reason))
 	}
-	return res.Exit
+	return decision(res.Exit)
+}
+
+// decision is the error Run returns for a result's exit status.
+func decision(exit int) error {
+	switch exit {
+	case ExitNo:
+		return ErrNo
+	case ExitTimedOut:
+		return ErrTimedOut
+	case ExitWithdrawn:
+		return ErrWithdrawn
+	}
+	return nil
 }
 
 func newID(prefix string) string {

@@ -6,45 +6,48 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"time"
 
+	"github.com/collie-linux/collie/internal/cli"
+	"github.com/collie-linux/collie/internal/hint"
 	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
 // Grants runs `collie-agent grants`: list the "always allow" grants an
 // agent remembers, or revoke one or all of them. Revoking only takes
-// permission away, so any local program of the user may do it.
-func Grants(ctx context.Context, args []string, e Env) int {
+// permission away, so any local program of the user may do it. Its
+// errors are Run's: a cli.UsageError, or Unasked when the agent cannot
+// be found, reached, or refuses.
+func Grants(ctx context.Context, args []string, e Env) error {
 	fs := flag.NewFlagSet(e.Prog, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var (
 		socket, agent, revoke string
 		all, asJSON           bool
 	)
-	fs.StringVar(&socket, "socket", "", "")
-	fs.StringVar(&agent, "agent", "", "")
-	fs.StringVar(&agent, "name", "", "")
-	fs.StringVar(&revoke, "revoke", "", "")
-	fs.BoolVar(&all, "revoke-all", false, "")
-	fs.BoolVar(&asJSON, "json", false, "")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(e.Stdout, "Usage: %s [--agent NAME | --socket PATH] [--json] [--revoke ID | --revoke-all]\n", e.Prog)
-			return 0
+	fs.StringVar(&socket, "socket", "", "ask the agent listening at `PATH`")
+	fs.StringVar(&agent, "agent", "", "ask collie-agent@`NAME` (default: $COLLIE_AGENT, or the only agent)")
+	fs.StringVar(&agent, "name", "", "the same as --agent `NAME`")
+	fs.StringVar(&revoke, "revoke", "", "revoke the grant `ID`")
+	fs.BoolVar(&all, "revoke-all", false, "revoke every grant")
+	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	see := "see " + e.Prog + " --help"
+	rest, err := cli.Parse(fs, args, func() {
+		cli.WriteUsage(e.Stdout, []string{e.Prog + " [--agent NAME | --socket PATH] [--json] [--revoke ID | --revoke-all]"},
+			`List the "always allow" grants the agent remembers, or revoke them.`, fs)
+	})
+	if err != nil {
+		if cli.IsUsage(err) {
+			return &cli.UsageError{Err: hint.Wrap(errors.Unwrap(err), see)}
 		}
-		fmt.Fprintf(e.Stderr, "%s: %v; see %s --help\n", e.Prog, err, e.Prog)
-		return ExitUsage
+		return err
 	}
-	if fs.NArg() > 0 || revoke != "" && all {
-		fmt.Fprintf(e.Stderr, "%s: give --revoke ID or --revoke-all, and no other argument\n", e.Prog)
-		return ExitUsage
+	if len(rest) > 0 || revoke != "" && all {
+		return &cli.UsageError{Err: hint.New("give --revoke ID or --revoke-all, and no other argument", see)}
 	}
 	path, err := findSocket(socket, agent, e.Getenv)
 	if err != nil {
-		fmt.Fprintf(e.Stderr, "%s: %v\n", e.Prog, err)
-		return ExitError
+		return &Unasked{Err: err}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -52,29 +55,27 @@ func Grants(ctx context.Context, args []string, e Env) int {
 	if revoke != "" || all {
 		var rep wire.RevokeReply
 		if err := c.call(ctx, "POST", wire.RevokePath, wire.RevokeRequest{Grant: revoke, All: all}, &rep); err != nil {
-			fmt.Fprintf(e.Stderr, "%s: %s\n", e.Prog, sanitize.TerminalLine(describeErr(err, path, e.Getenv)))
-			return ExitError
+			return &Unasked{Err: errors.New(sanitize.TerminalLine(describeErr(err, path, e.Getenv)))}
 		}
 		fmt.Fprintf(e.Stdout, "revoked %d grant(s)\n", rep.Revoked)
-		return 0
+		return nil
 	}
 	var rep wire.GrantsReply
 	if err := c.call(ctx, "GET", wire.GrantsPath, nil, &rep); err != nil {
-		fmt.Fprintf(e.Stderr, "%s: %s\n", e.Prog, sanitize.TerminalLine(describeErr(err, path, e.Getenv)))
-		return ExitError
+		return &Unasked{Err: errors.New(sanitize.TerminalLine(describeErr(err, path, e.Getenv)))}
 	}
 	if asJSON {
 		b, _ := json.Marshal(rep)
 		fmt.Fprintf(e.Stdout, "%s\n", sanitize.TerminalJSON(b))
-		return 0
+		return nil
 	}
 	if len(rep.Grants) == 0 {
 		fmt.Fprintln(e.Stdout, "no always-allow grants")
-		return 0
+		return nil
 	}
 	for _, g := range rep.Grants {
 		line := sanitize.TerminalLine // the grant comes from the agent (X1)
 		fmt.Fprintf(e.Stdout, "%s  until %s  %s\n", line(g.ID), line(g.Expires), line(g.Scope.Text))
 	}
-	return 0
+	return nil
 }

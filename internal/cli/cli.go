@@ -113,10 +113,13 @@ func WriteUsage(w io.Writer, synopsis []string, about string, fs *flag.FlagSet) 
 }
 
 // WantsJSON reports whether the command line asks for JSON: fs's --json
-// as parsed, or, where parsing stopped at a mistake, a --json among args.
+// as parsed (fs may be nil), or a --json among args before any "--", also
+// where parsing stopped at a mistake.
 func WantsJSON(fs *flag.FlagSet, args []string) bool {
-	if f := fs.Lookup("json"); f != nil && f.Value.String() == "true" {
-		return true
+	if fs != nil {
+		if f := fs.Lookup("json"); f != nil && f.Value.String() == "true" {
+			return true
+		}
 	}
 	for _, a := range args {
 		switch a {

@@ -188,11 +188,21 @@ func daemonReason(ctx context.Context, e *Env, name, reason string) string {
 }
 
 // agentCheckOutput turns collie-agent --check-config's stderr into the
-// reason: its one line without the "collie-agent: " in front.
+// reason: its "collie-agent: error: " line, and its "collie-agent: hint: "
+// line after "; " when there is one (internal/cli.WriteError).
 func agentCheckOutput(stderr string) string {
-	line := strings.TrimSpace(stderr)
-	if i := strings.LastIndexByte(line, '\n'); i >= 0 {
-		line = line[i+1:]
+	var msg, fix string
+	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		if m, ok := strings.CutPrefix(line, "collie-agent: error: "); ok {
+			msg = m
+		} else if h, ok := strings.CutPrefix(line, "collie-agent: hint: "); ok {
+			fix = h
+		} else if m, ok := strings.CutPrefix(line, "collie-agent: "); ok {
+			msg = m
+		}
 	}
-	return strings.TrimPrefix(line, "collie-agent: ")
+	if fix != "" {
+		return msg + "; " + fix
+	}
+	return msg
 }

@@ -55,7 +55,24 @@ _collie()
             fi
             ;;
         ask)
-            # collie ask --help lists its kinds and options.
+            case $prev in
+                --socket)
+                    _filedir
+                    return
+                    ;;
+                --agent)
+                    COMPREPLY=($(compgen -W "$(_collie_agents)" -- "$cur"))
+                    return
+                    ;;
+                --hook)
+                    COMPREPLY=($(compgen -W "claude" -- "$cur"))
+                    return
+                    ;;
+                --choice | --form | --title | --rationale | --tool-call | --tool | --command | --timeout)
+                    return
+                    ;;
+            esac
+            COMPREPLY=($(compgen -W "--yes-no --choice --line --form --title --rationale --tool-call --tool --command --timeout --json --agent --socket --hook" -- "$cur"))
             ;;
         audit)
             case $prev in

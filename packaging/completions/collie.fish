@@ -27,6 +27,20 @@ complete -c collie -n '__fish_seen_subcommand_from audit' -l device -x -d 'Only 
 complete -c collie -n '__fish_seen_subcommand_from audit' -l event -x -a 'answer send abort action starter.start durable.reopen space.rename pane.close pane.rename tab.rename' -d 'Only this event'
 complete -c collie -n '__fish_seen_subcommand_from audit' -l since -x -d 'Only lines this recent (90m, 24h, 7d)'
 complete -c collie -n '__fish_seen_subcommand_from verify' -F
+complete -c collie -n '__fish_seen_subcommand_from ask' -l yes-no -d 'A yes/no question'
+complete -c collie -n '__fish_seen_subcommand_from ask' -l choice -x -d 'One option of a single-choice question'
+complete -c collie -n '__fish_seen_subcommand_from ask' -l line -d 'One line of text'
+complete -c collie -n '__fish_seen_subcommand_from ask' -l form -x -d 'One field of a short form (ID=LABEL)'
+complete -c collie -n '__fish_seen_subcommand_from ask' -l title -x -d 'The question'
+complete -c collie -n '__fish_seen_subcommand_from ask' -l rationale -x -d 'Why it is asked'
+complete -c collie -n '__fish_seen_subcommand_from ask' -l tool-call -x -d 'Asking again with the same key returns the first decision'
+complete -c collie -n '__fish_seen_subcommand_from ask' -l tool -x -d 'The tool the question gates'
+complete -c collie -n '__fish_seen_subcommand_from ask' -l command -x -d "The tool's command"
+complete -c collie -n '__fish_seen_subcommand_from ask' -l timeout -x -d 'Deny by default after this long'
+complete -c collie -n '__fish_seen_subcommand_from ask' -l json -d 'Print the decision as JSON'
+complete -c collie -n '__fish_seen_subcommand_from ask' -l agent -x -d 'Ask through collie-agent@NAME'
+complete -c collie -n '__fish_seen_subcommand_from ask' -l socket -r -F -d 'Ask through the agent listening here'
+complete -c collie -n '__fish_seen_subcommand_from ask' -l hook -x -a claude -d "Read a hook's JSON on stdin"
 complete -c collie -n '__fish_seen_subcommand_from pair' -l no-qr -d 'Do not draw the QR code'
 complete -c collie -n '__fish_seen_subcommand_from devices; and not __fish_seen_subcommand_from revoke' -a revoke -d 'Cut a device off at once'
 complete -c collie -n '__fish_seen_subcommand_from doctor' -l check -x -d 'Run only one check' \

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// command is one row of collie's command table. Dispatch, `collie help`,
+// each command's --help, the completions' test and the scripts that walk
+// every command read it: a command is described here once.
+type command struct {
+	name     string   // "durable attach": the words that call it
+	synopsis []string // what follows the name, one line per form
+	summary  string   // what it does, one line
+	run      func(ctx context.Context, e *env, args []string) error
+}
+
+// commands is the table. A command's flags are its FlagSet's, defined
+// where it runs; the synopsis shows them as the man page does.
+func commands() []command {
+	return []command{
+		{"daemon", []string{"[--debug]"}, "run the bridge in the foreground (what collie.service runs)", cmdDaemon},
+		{"demo", nil, "run the bridge with a demo durable agent, in a throwaway folder", cmdDemo},
+		{"doctor", []string{"[--json] [--check NAME]"}, "check the installation; prints the fix for every row that is not ok", cmdDoctor},
+		{"durable attach", []string{"NAME --socket PATH", "NAME --url URL --token-env VAR [--ca-file FILE]"}, "attach the durable agent listening at PATH, or one on another host over HTTPS", cmdAttach},
+		{"durable detach", []string{"NAME"}, "detach an agent", cmdDetach},
+		{"durable list", []string{"[--json]"}, "list attached agents: reachable, or exactly why not", cmdList},
+		{"show", []string{"[--json]"}, "show what the bridge holds: conversations, items, open questions", cmdShow},
+		{"ask", []string{"KIND [OPTIONS] TITLE"}, "ask the user through a durable agent and wait for the answer (collie ask --help)", cmdAsk},
+		{"pair", []string{"[--json] [--no-qr]"}, "pair a phone or browser: a single-use URL, QR code and check code", cmdPair},
+		{"devices", []string{"[--json]"}, "list paired devices", cmdDevices},
+		{"devices revoke", []string{"ID"}, "cut a device off at once", cmdRevoke},
+		{"audit", []string{"[--agent NAME] [--device ID] [--event E] [--since DUR] [--json]"}, "show the audit log of device writes", cmdAudit},
+		{"audit verify", []string{"[--json] [FILE...]"}, "check the audit log's hash chain and the journal's anchors", cmdAuditVerify},
+		{"version", nil, "print the version", cmdVersion},
+		{"help", nil, "print this list of commands", cmdHelp},
+	}
+}
+
+// usageLines are the command's synopsis lines, after "Usage: ".
+func (c *command) usageLines() []string {
+	if len(c.synopsis) == 0 {
+		return []string{"collie " + c.name}
+	}
+	lines := make([]string, len(c.synopsis))
+	for i, s := range c.synopsis {
+		lines[i] = "collie " + c.name + " " + s
+	}
+	return lines
+}
+
+// lookup finds the command args call: "durable attach NAME" is the row
+// "durable attach", "devices --json" the row "devices". A word that only
+// groups commands (durable) needs one of them.
+func lookup(args []string) (command, []string, error) {
+	table := commands()
+	if len(args) > 1 {
+		for _, c := range table {
+			if c.name == args[0]+" "+args[1] {
+				return c, args[2:], nil
+			}
+		}
+	}
+	for _, c := range table {
+		if c.name == args[0] {
+			return c, args[1:], nil
+		}
+	}
+	var subs []string
+	for _, c := range table {
+		if sub, ok := strings.CutPrefix(c.name, args[0]+" "); ok {
+			subs = append(subs, sub)
+		}
+	}
+	if len(subs) == 0 {
+		return command{}, nil, usagef("unknown command %q; run collie help", args[0])
+	}
+	group := command{name: args[0], synopsis: []string{"{" + strings.Join(subs, "|") + "} ..."}, summary: "commands: " + orList(subs),
+		run: func(_ context.Context, e *env, rest []string) error {
+			if len(rest) == 0 {
+				return usagef("%s needs a subcommand: %s", args[0], orList(subs))
+			}
+			if _, err := parseArgs(newFlags("collie "+args[0], e), rest[:1], 0, 1); err != nil {
+				return err
+			}
+			return usagef("unknown %s subcommand %q; use %s", args[0], rest[0], orList(subs))
+		}}
+	return group, args[1:], nil
+}
+
+// orList is "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
+// writeCommands writes collie's usage: every command of the table.
+func writeCommands(w io.Writer) {
+	const col = 37 // where the summaries start
+	fmt.Fprint(w, "Usage: collie COMMAND [ARGS]\n\nCommands:\n")
+	for _, c := range commands() {
+		lines := c.usageLines()
+		for i, line := range lines {
+			line = strings.TrimPrefix(line, "collie ")
+			switch {
+			case i < len(lines)-1:
+				fmt.Fprintf(w, "  %s\n", line)
+			case len(line) < col:
+				fmt.Fprintf(w, "  %-*s%s\n", col, line, c.summary)
+			default:
+				fmt.Fprintf(w, "  %s\n  %*s%s\n", line, col, "", c.summary)
+			}
+		}
+	}
+	fmt.Fprint(w, "\nRun collie COMMAND --help for a command's flags. See collie(1) for more.\n")
+}
