@@ -45,10 +45,9 @@ func child(mode, addr string) int {
 		return runSelf("orphan", addr, true)
 	case "orphan": // wait until re-parented, then connect
 		parent, _ := strconv.Atoi(os.Getenv("CALLERCHECK_PARENT"))
-		for deadline := time.Now().Add(10 * time.Second); os.Getppid() == parent; time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				return 1
-			}
+		if err := waitOrphaned(parent, 10*time.Second); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
 		}
 		return connectAndHold(addr, false)
 	case "hold": // do nothing until stdin closes
@@ -60,6 +59,32 @@ func child(mode, addr string) int {
 	}
 	fmt.Fprintln(os.Stderr, "unknown mode", mode)
 	return 2
+}
+
+// waitOrphaned waits for the exit of parent, the process that started
+// this one, through a pidfd: the kernel re-parents a process's children
+// before its pidfd says it has exited.
+func waitOrphaned(parent int, limit time.Duration) error {
+	fd, err := unix.PidfdOpen(parent, 0)
+	if err != nil {
+		if os.Getppid() != parent {
+			return nil // gone already
+		}
+		return fmt.Errorf("pidfd_open of the parent %d: %w", parent, err)
+	}
+	defer unix.Close(fd)
+	deadline := time.Now().Add(limit)
+	for os.Getppid() == parent {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("the parent %d did not exit in %s", parent, limit)
+		}
+		_, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(left/time.Millisecond)+1)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return fmt.Errorf("poll the parent's pidfd: %w", err)
+		}
+	}
+	return nil
 }
 
 func connectAndHold(addr string, exit bool) int {
