@@ -1,12 +1,17 @@
 package audit
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/collie-linux/collie/internal/wire"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // BenchmarkRecord measures one append (a send line and its receipt):
@@ -67,4 +72,103 @@ func BenchmarkVerify(b *testing.B) {
 			b.Fatal(rep.Problems)
 		}
 	}
+}
+
+// BenchmarkParseLineSideBySide reads the lines of testdata/audit.log with
+// the hand scanner and with decode and re-encode, in one run, and reports
+// each one's ns a line and their ratio.
+func BenchmarkParseLineSideBySide(b *testing.B) {
+	data, err := os.ReadFile("testdata/audit.log")
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := splitLines(data)
+	var hand, text time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		for _, l := range lines {
+			if _, err := ParseLine(l); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t1 := time.Now()
+		for _, l := range lines {
+			if _, err := readLine(l); err != nil {
+				b.Fatal(err)
+			}
+		}
+		hand, text = hand+t1.Sub(t0), text+time.Since(t1)
+	}
+	n := float64(b.N * len(lines))
+	b.ReportMetric(float64(hand.Nanoseconds())/n, "hand-ns/line")
+	b.ReportMetric(float64(text.Nanoseconds())/n, "jsontext-ns/line")
+	b.ReportMetric(float64(text)/float64(hand), "jsontext/hand")
+}
+
+// BenchmarkEncodeSideBySide writes one send line with the package's
+// encoder, with encoding/json (a struct in the line's field order, HTML
+// escaping off) and with jsontext's token encoder, in one run, and
+// reports each one's ns a line and the ratios. Only the first writes the
+// line's format: the others leave direction and invisible characters,
+// C1 controls and DEL raw.
+func BenchmarkEncodeSideBySide(b *testing.B) {
+	req := wire.SendRequest{RequestID: "r-0123456789", Conversation: "c-1", Text: strings.Repeat("word ", 60)}
+	ev := SendOf(req, OK)
+	tm := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	type sendLine struct {
+		Time      string `json:"time"`
+		Session   string `json:"session"`
+		Device    string `json:"device"`
+		Event     string `json:"event"`
+		RequestID string `json:"requestId"`
+		Turn      string `json:"turn"`
+		Steer     bool   `json:"steer"`
+		Preview   string `json:"preview"`
+		Result    string `json:"result"`
+		Prev      string `json:"prev"`
+	}
+	var (
+		buf              []byte
+		jbuf             bytes.Buffer
+		hand, std, token time.Duration
+	)
+	jenc := json.NewEncoder(&jbuf)
+	jenc.SetEscapeHTML(false)
+	tenc := jsontext.NewEncoder(&jbuf)
+	for b.Loop() {
+		t0 := time.Now()
+		buf = encodeLine(buf[:0], tm, who, ev, false, GenesisPrev)
+		t1 := time.Now()
+		jbuf.Reset()
+		if err := jenc.Encode(sendLine{tm.UTC().Format(timeLayout), who.Session, who.Device, EventSend, cut(req.RequestID, idBytes),
+			cut(req.Conversation, idBytes), req.Steer, cut(preview(req.Text), previewBytes), StatusOK, GenesisPrev}); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		jbuf.Reset()
+		tenc.Reset(&jbuf)
+		for _, tok := range []jsontext.Token{jsontext.BeginObject,
+			jsontext.String("time"), jsontext.String(tm.UTC().Format(timeLayout)),
+			jsontext.String("session"), jsontext.String(who.Session), jsontext.String("device"), jsontext.String(who.Device),
+			jsontext.String("event"), jsontext.String(EventSend), jsontext.String("requestId"), jsontext.String(cut(req.RequestID, idBytes)),
+			jsontext.String("turn"), jsontext.String(cut(req.Conversation, idBytes)), jsontext.String("steer"), jsontext.Bool(req.Steer),
+			jsontext.String("preview"), jsontext.String(cut(preview(req.Text), previewBytes)),
+			jsontext.String("result"), jsontext.String(StatusOK), jsontext.String("prev"), jsontext.String(GenesisPrev),
+			jsontext.EndObject} {
+			if err := tenc.WriteToken(tok); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t3 := time.Now()
+		hand, std, token = hand+t1.Sub(t0), std+t2.Sub(t1), token+t3.Sub(t2)
+	}
+	if !bytes.Equal(append(buf, '\n'), jbuf.Bytes()) {
+		b.Fatalf("the encoders differ:\n%s\n%s", buf, jbuf.Bytes())
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(hand.Nanoseconds())/n, "hand-ns/line")
+	b.ReportMetric(float64(std.Nanoseconds())/n, "encoding/json-ns/line")
+	b.ReportMetric(float64(token.Nanoseconds())/n, "jsontext-ns/line")
+	b.ReportMetric(float64(std)/float64(hand), "encoding/json/hand")
+	b.ReportMetric(float64(token)/float64(hand), "jsontext/hand")
 }
