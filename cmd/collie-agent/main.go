@@ -314,7 +314,7 @@ func serveWith(sig *signals, p prepared, name, socket, cfgPath string, log *slog
 	if socket == "" {
 		run := os.Getenv("XDG_RUNTIME_DIR")
 		if run == "" {
-			return errors.New("XDG_RUNTIME_DIR is not set; give --socket PATH or run under systemd --user")
+			return hint.New("XDG_RUNTIME_DIR is not set", "give --socket PATH, or run the agent under systemd --user")
 		}
 		socket = filepath.Join(run, "desk", name+".sock")
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/collie-linux/collie/internal/cli"
 )
 
 const goodToken = "3f7a9c1e5b2d4f6a8c0e1b3d5f7a9c1e5b2d4f6a8c0e1b3d5f7a9c1e5b2d4f6a"
@@ -84,7 +86,7 @@ func TestAttachK2(t *testing.T) {
 func TestSocketPlatformT3Windows(t *testing.T) {
 	err := socketPlatform("windows")
 	want := "a private socket needs Unix user ids; on Windows use --url <https://...> --token-env VAR"
-	if err == nil || err.Error() != want {
+	if err == nil || cli.Text(err) != want { // message; hint
 		t.Fatalf("err = %v, want %q", err, want)
 	}
 	if socketPlatform("linux") != nil || socketPlatform("darwin") != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -15,6 +14,7 @@ import (
 	"github.com/collie-linux/collie/internal/config"
 	"github.com/collie-linux/collie/internal/control"
 	"github.com/collie-linux/collie/internal/device"
+	"github.com/collie-linux/collie/internal/hint"
 	"github.com/collie-linux/collie/internal/sources"
 )
 
@@ -138,7 +138,7 @@ func findAgent() (string, error) {
 	}
 	p, err := exec.LookPath("collie-agent")
 	if err != nil {
-		return "", errors.New("collie-agent was not found beside collie or on PATH; build both with: make build")
+		return "", hint.New("collie-agent was not found beside collie or on PATH", "build both with: make build")
 	}
 	return p, nil
 }

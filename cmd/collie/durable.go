@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/control"
+	"github.com/collie-linux/collie/internal/hint"
 	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/sources"
 	"github.com/collie-linux/collie/internal/upstream"
@@ -75,7 +76,7 @@ func attachSource(e *env, name, socket, rawURL, tokenEnv, caFile string) (source
 		}
 		raw, ok := os.LookupEnv(tokenEnv)
 		if !ok {
-			return sources.Source{}, fmt.Errorf("the environment variable %s is not set; put the agent's token in it (a good one: openssl rand -hex 32)", tokenEnv)
+			return sources.Source{}, hint.Errorf("put the agent's token in it (a good one: openssl rand -hex 32)", "the environment variable %s is not set", tokenEnv)
 		}
 		tok, err := sources.CheckToken(raw)
 		if err != nil {
@@ -98,7 +99,7 @@ func attachSource(e *env, name, socket, rawURL, tokenEnv, caFile string) (source
 // owners, before anything is written (T3, T6).
 func socketPlatform(goos string) error {
 	if goos == "windows" {
-		return errors.New("a private socket needs Unix user ids; on Windows use --url <https://...> --token-env VAR")
+		return hint.New("a private socket needs Unix user ids", "on Windows use --url <https://...> --token-env VAR")
 	}
 	return nil
 }
