@@ -243,8 +243,8 @@ func (s *Server) handler(t Transport) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+wire.HelloPath, s.serveHello)
 	mux.HandleFunc("GET "+wire.SnapshotPath, func(w http.ResponseWriter, r *http.Request) { s.serveSnapshot(w, r, t) })
-	for _, p := range wire.WritePaths {
-		mux.Handle("POST "+p, s.writeHandler(t, p))
+	for _, w := range wire.Writes() {
+		mux.Handle("POST "+w.Path, s.writeHandler(t, w))
 	}
 	if !t.Remote {
 		mux.HandleFunc("POST "+wire.AskPath, s.serveAsk)

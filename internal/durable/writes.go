@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -40,29 +41,10 @@ type SnapshotSource interface {
 	Snapshot() *wire.Snapshot
 }
 
-func requestID(req wire.Request) string {
-	switch r := req.(type) {
-	case *wire.AnswerRequest:
-		return r.RequestID
-	case *wire.SendRequest:
-		return r.RequestID
-	case *wire.AbortRequest:
-		return r.RequestID
-	case *wire.ActionRequest:
-		return r.RequestID
-	case *wire.RenameRequest:
-		return r.RequestID
-	case *wire.CloseRequest:
-		return r.RequestID
-	case *wire.ReopenRequest:
-		return r.RequestID
-	case *wire.StarterRequest:
-		return r.RequestID
-	}
-	return ""
-}
-
-func (s *Server) dispatch(req wire.Request, t Transport) (wire.WriteReply, error) {
+// dispatch hands a decoded write to the App method for its type: one per
+// write of the protocol's registry (wire.Writes). A request of any other
+// type is an error, never another write.
+func (s *Server) dispatch(req wire.WriteRequest, t Transport) (wire.WriteReply, error) {
 	switch r := req.(type) {
 	case *wire.AnswerRequest:
 		return s.app.Answer(r, t)
@@ -81,7 +63,7 @@ func (s *Server) dispatch(req wire.Request, t Transport) (wire.WriteReply, error
 	case *wire.StarterRequest:
 		return s.app.Starter(r)
 	}
-	return wire.WriteReply{}, errors.New("unknown request type")
+	return wire.WriteReply{}, fmt.Errorf("%w: this agent has no handler for a %T", wire.ErrUnknownWrite, req)
 }
 
 // writeHandler serves one write route: caller check first (before the body
@@ -89,13 +71,16 @@ func (s *Server) dispatch(req wire.Request, t Transport) (wire.WriteReply, error
 // request id: a repeat gets the first reply, a reuse for another request
 // is refused, and anything new goes to the app. Nothing reaches the app
 // unless the whole request is valid, so a refused request changes nothing.
-func (s *Server) writeHandler(t Transport, path string) http.Handler {
+func (s *Server) writeHandler(t Transport, wr wire.Write) http.Handler {
+	path := wr.Path
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if e := s.checkCaller(r, t); e != nil {
-			wire.WriteError(w, e.Status, e.Code, e.Message)
-			return
+		if wr.CallerCheck {
+			if e := s.checkCaller(r, t); e != nil {
+				wire.WriteError(w, e.Status, e.Code, e.Message)
+				return
+			}
 		}
-		req, _ := wire.NewRequest(path) // path is one of wire.WritePaths
+		req := wr.New()
 		if err := wire.DecodeRequest(r.Body, r.ContentLength, req); err != nil {
 			if errors.Is(err, wire.ErrBodyTooLarge) {
 				wire.WriteError(w, http.StatusRequestEntityTooLarge, wire.CodeBodyTooLarge, err.Error())
@@ -110,7 +95,7 @@ func (s *Server) writeHandler(t Transport, path string) http.Handler {
 		}
 		canon, _ := json.Marshal(req) // a decoded request always encodes
 		sum := sha256.Sum256(append([]byte(path+"\n"), canon...))
-		id := requestID(req)
+		id := req.ID()
 
 		s.writeMu.Lock()
 		defer s.writeMu.Unlock()

@@ -3,11 +3,10 @@ package durable_test
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/collie-linux/collie/internal/durable"
@@ -75,7 +74,8 @@ var everyWrite = map[string]any{
 func TestCallerCheckRefusesEveryWrite(t *testing.T) {
 	r := newRig(t, durable.Transport{}, board.Options{})
 	q := r.ask(t, durabletest.YesNo("a1", "Deploy?"))
-	for _, path := range wire.WritePaths {
+	for _, w := range wire.Writes() {
+		path := w.Path
 		t.Run("C2"+strings.ReplaceAll(path, "/", "_"), func(t *testing.T) {
 			status, body := r.Post(t, path, everyWrite[path])
 			durabletest.Want(t, status, body, http.StatusForbidden, wire.CodeCallerRefused)
@@ -172,46 +172,72 @@ func TestRemoteTransportHasNoLocalRoutes(t *testing.T) {
 }
 
 // TestAskOutlastsServerTimeouts: an ask waits longer than the server's
-// read and write timeouts (30 s in use; 300 ms here) and still gets its
-// answer on the same request.
+// read and write timeouts (30 s each) and still gets its answer on the
+// same request. It runs on synctest's clock over an in-memory connection,
+// so the timeouts are the real ones and the answer comes at exactly 45 s;
+// until then the ask is still waiting.
 func TestAskOutlastsServerTimeouts(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "desk")
-	path := filepath.Join(dir, "a.sock")
-	l, _, err := durable.Listen(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _ := durable.NewServer(wire.Hello{Agent: "a"}, durabletest.Quiet())
-	durable.SetTimeouts(s, 300*time.Millisecond, 300*time.Millisecond)
-	b, err := board.New(s, board.Options{Space: wire.Space{ID: "s", Title: "S"}, Tab: wire.Space{ID: "t", Title: "T"}, Main: struct{ ID, Title string }{"main", "M"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go s.ServeTransport(ctx, l, durable.Transport{Unchecked: true})
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", path)
-	}}}
-	go func() {
-		time.Sleep(1500 * time.Millisecond)
-		q := b.Snapshot().Spaces[0].Tabs[0].Conversations[0].Questions[0]
-		b.Answer(&wire.AnswerRequest{RequestID: "late", Conversation: "main", Question: q.ID, Revision: q.Revision, OptionIDs: []string{"yes"}}, durable.Transport{})
-	}()
-	body, _ := json.Marshal(wire.AskRequest{RequestID: "slow", Kind: wire.AskYesNo, Title: "Slow human?", WaitSeconds: 5})
-	start := time.Now()
-	resp, err := hc.Post("http://agent"+wire.AskPath, "application/json", strings.NewReader(string(body)))
-	if err != nil {
-		t.Fatalf("the ask was cut off after %v: %v", time.Since(start), err)
-	}
-	defer resp.Body.Close()
-	var rep wire.AskReply
-	if err := wire.DecodeReply(resp.Body, resp.ContentLength, &rep); err != nil {
-		t.Fatal(err)
-	}
-	if rep.Status != wire.StatusAnswered {
-		t.Fatalf("after %v: %+v, want the answer given at 1.5 s", time.Since(start), rep)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		l := newMemListener()
+		s, err := durable.NewServer(wire.Hello{Agent: "a"}, durabletest.Quiet())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := board.New(s, board.Options{Space: wire.Space{ID: "s", Title: "S"}, Tab: wire.Space{ID: "t", Title: "T"}, Main: struct{ ID, Title string }{"main", "M"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Stop()
+		ctx, cancel := context.WithCancel(t.Context())
+		served := make(chan error, 1)
+		go func() { served <- s.ServeTransport(ctx, l, durable.Transport{Unchecked: true}) }()
+		tr := &http.Transport{DialContext: l.DialContext}
+		defer func() {
+			tr.CloseIdleConnections()
+			cancel()
+			if err := <-served; err != nil {
+				t.Error(err)
+			}
+		}()
+
+		type result struct {
+			rep   wire.AskReply
+			err   error
+			after time.Duration
+		}
+		done := make(chan result, 1)
+		start := time.Now()
+		go func() {
+			var res result
+			body, _ := json.Marshal(wire.AskRequest{RequestID: "slow", Kind: wire.AskYesNo, Title: "Slow human?", WaitSeconds: wire.MaxAskWait})
+			resp, err := (&http.Client{Transport: tr}).Post("http://agent"+wire.AskPath, "application/json", strings.NewReader(string(body)))
+			if err == nil {
+				err = wire.DecodeReply(resp.Body, resp.ContentLength, &res.rep)
+				resp.Body.Close()
+			}
+			res.err, res.after = err, time.Since(start)
+			done <- res
+		}()
+		synctest.Wait() // the ask is posed and waits for a human
+		qs := b.Snapshot().Spaces[0].Tabs[0].Conversations[0].Questions
+		if len(qs) != 1 {
+			t.Fatalf("the ask posed %d questions, want 1", len(qs))
+		}
+		const late = 45 * time.Second // past both timeouts, within the ask's wait
+		time.Sleep(late)
+		synctest.Wait()
+		select {
+		case res := <-done:
+			t.Fatalf("the ask ended after %v, before its answer: %+v, err %v", res.after, res.rep, res.err)
+		default:
+		}
+		b.Answer(&wire.AnswerRequest{RequestID: "late", Conversation: "main", Question: qs[0].ID, Revision: qs[0].Revision, OptionIDs: []string{"yes"}}, durable.Transport{})
+		res := <-done
+		if res.err != nil {
+			t.Fatalf("the ask was cut off after %v: %v", res.after, res.err)
+		}
+		if res.rep.Status != wire.StatusAnswered || res.after != late {
+			t.Fatalf("after %v: %+v, want the answer given at %v", res.after, res.rep, late)
+		}
+	})
 }

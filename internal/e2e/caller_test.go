@@ -150,8 +150,8 @@ type outcome struct {
 // caller-refused and a reason containing why, while both reads worked.
 func wantRefused(t *testing.T, rep report, why string) {
 	t.Helper()
-	if len(rep.Writes) != len(wire.WritePaths) {
-		t.Fatalf("%d writes tried, want all %d: %+v", len(rep.Writes), len(wire.WritePaths), rep.Writes)
+	if len(rep.Writes) != len(wire.Writes()) {
+		t.Fatalf("%d writes tried, want all %d: %+v", len(rep.Writes), len(wire.Writes()), rep.Writes)
 	}
 	for _, w := range rep.Writes {
 		if w.Status != http.StatusForbidden || w.Code != wire.CodeCallerRefused || !strings.Contains(w.Message, why) {

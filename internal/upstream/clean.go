@@ -151,8 +151,8 @@ func (r *reader) Snapshot(ctx context.Context, etag string) (Read, error) {
 	return rd, cleanErr(err)
 }
 
-// Write sends one write to the agent: a POST to path (one of
-// wire.WritePaths) with req as its JSON body, checked before it leaves
+// Write sends one write to the agent: a POST to path (the route of a write
+// of wire.Writes) with req as its JSON body, checked before it leaves
 // (X4). It returns the agent's reply, or a *Refused.
 func (r *reader) Write(ctx context.Context, path string, req wire.Request) (*wire.WriteReply, error) {
 	reply, err := r.write(ctx, path, req)

@@ -255,14 +255,3 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 	})
 }
-
-func TestNewRequest(t *testing.T) {
-	for _, p := range WritePaths {
-		if req, ok := NewRequest(p); !ok || req == nil {
-			t.Errorf("no request type for the write route %s", p)
-		}
-	}
-	if _, ok := NewRequest(AskPath); ok {
-		t.Error("the ask route is not a write (C2) but got a write request type")
-	}
-}

@@ -13,8 +13,8 @@ import (
 // Paths of the write routes. Each is a POST with a JSON body of at most
 // WriteCap bytes that names a request id; the agent carries out a request
 // id once and answers a repeat with the first reply (see WriteReply).
-// These are exactly the writes of C2: with the caller check on, an agent
-// refuses them from itself and from its descendants.
+// The registry (Writes) describes each write once: these routes, their
+// request types, their audit events, and the caller check of C2.
 const (
 	AnswerPath  = "/v1/answer"
 	SendPath    = "/v1/send"
@@ -25,18 +25,6 @@ const (
 	ReopenPath  = "/v1/reopen"
 	StarterPath = "/v1/starter"
 )
-
-// WritePaths lists every write route, in the order of C2: the paths of
-// the registry (Writes).
-var WritePaths = writePaths()
-
-func writePaths() []string {
-	var out []string
-	for _, w := range writes {
-		out = append(out, w.Path)
-	}
-	return out
-}
 
 // Routes for local programs on the agent's own socket. They are not writes
 // in C2's sense: asking a question (open to every local caller, descendants
@@ -529,14 +517,4 @@ func (r *RevokeRequest) Validate() error {
 		return errors.New(`a revoke names one grant, or sets "all"`)
 	}
 	return checkOptionalID("grant", r.Grant)
-}
-
-// NewRequest returns an empty request for a write route, one of
-// WritePaths; ok is false for any other path. See WriteAt.
-func NewRequest(path string) (req Request, ok bool) {
-	w, err := WriteAt(path)
-	if err != nil {
-		return nil, false
-	}
-	return w.New(), true
 }
