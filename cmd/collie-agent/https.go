@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	"github.com/collie-linux/collie/internal/durable"
-	"github.com/collie-linux/collie/internal/sources"
+	"github.com/collie-linux/collie/internal/wire"
 )
 
 // HTTPSConfig is [https]: the agent also serves the token transport, for a
@@ -105,11 +105,11 @@ func loadTokens(c *HTTPSConfig, cfgPath string, getenv func(string) string) (dur
 	if cur == "" {
 		return t, errors.New("[https] is set but there is no token: set COLLIE_TOKEN (make one with: openssl rand -hex 32), in the environment or in " + envFile)
 	}
-	if t.Current, err = sources.CheckToken(cur); err != nil {
+	if t.Current, err = wire.CheckToken(cur); err != nil {
 		return t, fmt.Errorf("COLLIE_TOKEN: %w", err)
 	}
 	if next != "" {
-		if t.Next, err = sources.CheckToken(next); err != nil {
+		if t.Next, err = wire.CheckToken(next); err != nil {
 			return t, fmt.Errorf("COLLIE_TOKEN_NEXT: %w", err)
 		}
 	}

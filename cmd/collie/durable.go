@@ -20,6 +20,7 @@ import (
 	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/sources"
 	"github.com/collie-linux/collie/internal/upstream"
+	"github.com/collie-linux/collie/internal/wire"
 )
 
 func cmdAttach(ctx context.Context, e *env, args []string) error {
@@ -78,7 +79,7 @@ func attachSource(e *env, name, socket, rawURL, tokenEnv, caFile string) (source
 		if !ok {
 			return sources.Source{}, hint.Errorf("put the agent's token in it (a good one: openssl rand -hex 32)", "the environment variable %s is not set", tokenEnv)
 		}
-		tok, err := sources.CheckToken(raw)
+		tok, err := wire.CheckToken(raw)
 		if err != nil {
 			return sources.Source{}, fmt.Errorf("%s: %w", tokenEnv, err)
 		}

@@ -8,12 +8,9 @@ import (
 	"strings"
 )
 
-// Limits of K2.
-const (
-	MaxURLBytes   = 2048
-	MinTokenBytes = 32
-	MaxTokenBytes = 4096
-)
+// MaxURLBytes is K2's limit on an agent's URL. Its token's rule is
+// wire.CheckToken, which the agent shares.
+const MaxURLBytes = 2048
 
 // CheckURL reports whether u may reach a durable agent (K2): https://, or
 // http:// to 127.0.0.1 or localhost with a port, at most 2048 bytes, with no
@@ -66,26 +63,4 @@ func CheckURL(u string) error {
 func validPort(s string) bool {
 	n, err := strconv.Atoi(s)
 	return err == nil && n >= 1 && n <= 65535 && strconv.Itoa(n) == s
-}
-
-// CheckToken trims surrounding whitespace from a token and reports whether
-// what is left follows K2: 32 to 4096 bytes of printable ASCII without
-// spaces. Its errors never contain the token.
-func CheckToken(raw string) (string, error) {
-	tok := strings.TrimSpace(raw)
-	if tok == "" {
-		return "", errors.New("the token is empty; make one with: openssl rand -hex 32")
-	}
-	if len(tok) < MinTokenBytes {
-		return "", fmt.Errorf("the token is %d bytes; it needs at least %d (make one with: openssl rand -hex 32)", len(tok), MinTokenBytes)
-	}
-	if len(tok) > MaxTokenBytes {
-		return "", fmt.Errorf("the token is %d bytes; the limit is %d", len(tok), MaxTokenBytes)
-	}
-	for i := 0; i < len(tok); i++ {
-		if c := tok[i]; c < 0x21 || c > 0x7e {
-			return "", fmt.Errorf("the token has a space, control or non-ASCII character at byte %d; use printable ASCII only (openssl rand -hex 32)", i+1)
-		}
-	}
-	return tok, nil
 }

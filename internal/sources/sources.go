@@ -17,6 +17,7 @@ import (
 	"slices"
 
 	"github.com/collie-linux/collie/internal/sockpath"
+	"github.com/collie-linux/collie/internal/wire"
 )
 
 // Version is the version of sources.json this package reads and writes.
@@ -142,7 +143,7 @@ func (s Source) validate() error {
 		if err := CheckURL(s.URL); err != nil {
 			return fmt.Errorf("durable agent %s: %w", s.Name, err)
 		}
-		if _, err := CheckToken(s.Token); err != nil {
+		if _, err := wire.CheckToken(s.Token); err != nil {
 			return fmt.Errorf("durable agent %s: %w", s.Name, err)
 		}
 		if s.CAFile != "" && !path.IsAbs(s.CAFile) {
