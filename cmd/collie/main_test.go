@@ -67,16 +67,17 @@ func waitSock(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: waitsock PATH")
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for ; ; <-tick.C {
 		c, err := net.Dial("unix", ts.MkAbs(args[0]))
 		if err == nil {
 			c.Close()
 			return
 		}
 		if time.Now().After(deadline) {
-			ts.Fatalf("nothing listens at %s: %v", args[0], err)
+			ts.Fatalf("nothing listens at %s after 10 s: %v", args[0], err)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -87,16 +88,17 @@ func retry(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: retry PATTERN PROGRAM [ARGS...]")
 	}
 	deadline := time.Now().Add(15 * time.Second)
-	for {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for ; ; <-tick.C {
 		err := ts.Exec(args[1], args[2:]...)
 		out := ts.ReadFile("stdout")
 		if err == nil && matches(args[0], out) {
 			return
 		}
 		if time.Now().After(deadline) {
-			ts.Fatalf("%s never printed %q; last output:\n%s\n%s", args[1], args[0], out, ts.ReadFile("stderr"))
+			ts.Fatalf("%s did not print %q in 15 s; last output:\n%s\n%s", args[1], args[0], out, ts.ReadFile("stderr"))
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 
