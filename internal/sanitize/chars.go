@@ -64,10 +64,10 @@ const lead = "" +
 	"\x34\x04\x04\x0c\x44\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" // F_
 
 // The valid second bytes of a sequence, by lead bits 4–6: 80–BF, then
-// for E0, ED, F0 and F4.
+// for E0, ED, F0 and F4; padded to 8 so that no index needs a check.
 const (
-	secondLo = "\x80\xA0\x80\x90\x80"
-	secondHi = "\xBF\xBF\x9F\xBF\x8F"
+	secondLo = "\x80\xA0\x80\x90\x80\x80\x80\x80"
+	secondHi = "\xBF\xBF\x9F\xBF\x8F\xBF\xBF\xBF"
 )
 
 // leadMayDrop is lead's bit 3.
@@ -94,13 +94,8 @@ func char(s string, i int, keep uint32) (int, fate) {
 		}
 		return 1, dropped
 	}
-	x := lead[c-0x80]
-	n := int(x & 7)
-	if n == 0 || len(s)-i < n {
-		return 1, invalid
-	}
-	if c1 := s[i+1]; c1 < secondLo[x>>4] || c1 > secondHi[x>>4] ||
-		n > 2 && s[i+2]&0xC0 != 0x80 || n > 3 && s[i+3]&0xC0 != 0x80 {
+	n, x := validAt(s, i)
+	if n == 0 {
 		return 1, invalid
 	}
 	if x&leadMayDrop != 0 && removed(s, i) {
@@ -152,16 +147,8 @@ func cleanPrefix(s string, keep uint32) int {
 			i++
 			continue
 		}
-		x := lead[c-0x80]
-		n := int(x & 7)
-		if n == 0 || len(s)-i < n {
-			return i
-		}
-		if c1 := s[i+1]; c1 < secondLo[x>>4] || c1 > secondHi[x>>4] ||
-			n > 2 && s[i+2]&0xC0 != 0x80 || n > 3 && s[i+3]&0xC0 != 0x80 {
-			return i
-		}
-		if x&leadMayDrop != 0 && removed(s, i) {
+		n, x := validAt(s, i)
+		if n == 0 || x&leadMayDrop != 0 && removed(s, i) {
 			return i
 		}
 		i += n
@@ -191,11 +178,11 @@ func printable8(s string) bool {
 // dirt measures what X2 steps 0–2 change at the start of s, which must
 // not be clean: n bytes to drop, and repl to write in their place.
 func dirt(s string) (n int, repl string) {
-	if n, bad := dirtAt(s, 0); bad {
+	n, bad := dirtAt(s, 0)
+	if bad {
 		return n, replacement
-	} else {
-		return n, ""
 	}
+	return n, ""
 }
 
 // dirtAt measures what starts at s[i], where cleanPrefix stopped: n bytes
@@ -206,27 +193,31 @@ func dirtAt(s string, i int) (n int, bad bool) {
 	if s[i] < 0x80 {
 		return 1, false
 	}
-	if n = validAt(s, i); n > 0 {
+	if n, _ = validAt(s, i); n > 0 {
 		return n, false
 	}
 	n = 1
-	for i+n < len(s) && s[i+n] >= 0x80 && validAt(s, i+n) == 0 {
+	for i+n < len(s) && s[i+n] >= 0x80 {
+		if m, _ := validAt(s, i+n); m > 0 {
+			break
+		}
 		n++
 	}
 	return n, true
 }
 
 // validAt returns the length of the valid UTF-8 sequence that starts at
-// s[i], a byte from 0x80 up, or 0 if none does.
-func validAt(s string, i int) int {
-	x := lead[s[i]-0x80]
+// s[i], a byte from 0x80 up, or 0 if none does, and the lead entry of
+// its first byte.
+func validAt(s string, i int) (int, byte) {
+	x := lead[s[i]&0x7F]
 	n := int(x & 7)
 	if n == 0 || len(s)-i < n {
-		return 0
+		return 0, x
 	}
-	if c1 := s[i+1]; c1 < secondLo[x>>4] || c1 > secondHi[x>>4] ||
+	if c1 := s[i+1]; c1 < secondLo[x>>4&7] || c1 > secondHi[x>>4&7] ||
 		n > 2 && s[i+2]&0xC0 != 0x80 || n > 3 && s[i+3]&0xC0 != 0x80 {
-		return 0
+		return 0, x
 	}
-	return n
+	return n, x
 }

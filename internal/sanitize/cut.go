@@ -67,16 +67,20 @@ func cleanCut(s string, i int, limit int, u unit, keep uint32) string {
 			b.WriteString(run)
 			used += size
 		} else {
-			// Write what fits the room, a whole character at a time; the
-			// rest of the text either fits the limit or is cut.
+			// Write what fits the room, whole characters; the rest of the
+			// text either fits the limit or is cut.
 			k := 0
-			for k < len(run) {
-				_, n := utf8.DecodeRuneInString(run[k:])
-				if used+u.size(run[k:k+n]) > room {
-					break
+			if u == inBytes {
+				k = room - used
+				for k > 0 && !utf8.RuneStart(run[k]) {
+					k--
 				}
-				used += u.size(run[k : k+n])
-				k += n
+				used += k
+			} else {
+				for ; used < room; used++ {
+					_, n := utf8.DecodeRuneInString(run[k:])
+					k += n
+				}
 			}
 			b.WriteString(run[:k])
 			if t, n, ok := tail(s, run[k:], next, keep, limit-used, u); ok {
