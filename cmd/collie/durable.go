@@ -20,6 +20,7 @@ import (
 	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/sources"
 	"github.com/collie-linux/collie/internal/upstream"
+	"github.com/collie-linux/collie/internal/view"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -182,7 +183,7 @@ func cmdList(ctx context.Context, e *env, args []string) error {
 // each status is. Every cell is cleaned for the terminal (X1): the reason
 // and the agent's name come from the agent, and a tab or newline in a
 // cell would forge a column or a row.
-func writeList(w io.Writer, agents []control.AgentStatus, now time.Time) error {
+func writeList(w io.Writer, agents []view.AgentStatus, now time.Time) error {
 	out := sanitize.NewTerminalWriter(w)
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tTRANSPORT\tTARGET\tCHECKED\tSTATUS")
@@ -223,14 +224,14 @@ func age(now, t time.Time) string {
 }
 
 // probeAll checks every attached agent now, as the daemon would.
-func probeAll(ctx context.Context, sourcesPath string) ([]control.AgentStatus, error) {
+func probeAll(ctx context.Context, sourcesPath string) ([]view.AgentStatus, error) {
 	f, err := sources.Load(sourcesPath)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]control.AgentStatus, 0, len(f.Sources))
+	out := make([]view.AgentStatus, 0, len(f.Sources))
 	for _, s := range f.Sources {
-		st := control.AgentStatus{Name: s.Name, Transport: s.Transport(), Target: s.Socket, Checked: time.Now()}
+		st := view.AgentStatus{Name: s.Name, Transport: s.Transport(), Target: s.Socket, Checked: time.Now()}
 		var c upstream.Client
 		if s.Transport() == "socket" {
 			c = upstream.NewSocket(s.Socket, os.Getuid())

@@ -18,10 +18,10 @@ import (
 
 	"github.com/collie-linux/collie/internal/bridge"
 	"github.com/collie-linux/collie/internal/config"
-	"github.com/collie-linux/collie/internal/control"
 	"github.com/collie-linux/collie/internal/privsock"
 	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/sources"
+	"github.com/collie-linux/collie/internal/view"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -157,9 +157,9 @@ func TestPrintersX1(t *testing.T) {
 	}}
 	snap := &wire.Snapshot{Spaces: []wire.Space{{ID: "s", Title: raw, Tabs: []wire.Tab{{ID: "t", Title: raw, Conversations: []wire.Conversation{conv}}}}},
 		Belt: []wire.Button{{ID: "b", Label: raw}}, Starters: []wire.Starter{{ID: "st", Label: raw}}}
-	views := []control.AgentView{
-		{AgentStatus: control.AgentStatus{Name: raw, Reachable: true, Agent: raw}, Snapshot: snap},
-		{AgentStatus: control.AgentStatus{Name: raw, Reason: raw}},
+	views := []view.Agent{
+		{AgentStatus: view.AgentStatus{Name: raw, Reachable: true, Agent: raw}, Snapshot: snap},
+		{AgentStatus: view.AgentStatus{Name: raw, Reason: raw}},
 	}
 	var show bytes.Buffer
 	w := sanitize.NewTerminalWriter(&show)
@@ -171,7 +171,7 @@ func TestPrintersX1(t *testing.T) {
 
 	var list bytes.Buffer
 	now := time.Now()
-	err := writeList(&list, []control.AgentStatus{{Name: raw, Transport: raw, Target: raw, Reason: raw, Checked: now.Add(-3 * time.Second)}}, now)
+	err := writeList(&list, []view.AgentStatus{{Name: raw, Transport: raw, Target: raw, Reason: raw, Checked: now.Add(-3 * time.Second)}}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestPrintersX1(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertTerminalSafe(t, "--json", js.String(), false)
-	var back []control.AgentView
+	var back []view.Agent
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back[1].Reason != raw {
 		t.Errorf("--json no longer means the same: %v, %q", err, back[1].Reason)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/collie-linux/collie/internal/control"
 	"github.com/collie-linux/collie/internal/sanitize"
+	"github.com/collie-linux/collie/internal/view"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -47,7 +48,7 @@ func termLine(s string) string { return sanitize.TerminalLine(s) }
 // as one line (so a newline cannot forge a row), and cmdShow writes
 // through a terminal-safe writer besides: no control or invisible
 // character reaches the terminal.
-func printAgent(w io.Writer, a control.AgentView) {
+func printAgent(w io.Writer, a view.Agent) {
 	if !a.Reachable {
 		fmt.Fprintf(w, "%s: unreachable: %s\n", termLine(a.Name), termLine(a.Reason))
 		return

@@ -19,6 +19,7 @@ import (
 	"github.com/collie-linux/collie/internal/sources"
 	"github.com/collie-linux/collie/internal/systemd/journald"
 	"github.com/collie-linux/collie/internal/upstream"
+	"github.com/collie-linux/collie/internal/view"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -77,7 +78,7 @@ type agent struct {
 	wake   chan struct{} // poll now: a device started looking, or wrote
 
 	// Guarded by Bridge.mu.
-	status control.AgentStatus
+	status view.AgentStatus
 	snap   *wire.Snapshot
 	etag   string
 	polled chan struct{} // closed and replaced after each poll; nil: never polled
@@ -174,7 +175,7 @@ func (b *Bridge) start(s sources.Source) {
 		cancel: cancel,
 		done:   make(chan struct{}),
 		wake:   make(chan struct{}, 1),
-		status: control.AgentStatus{Name: s.Name, Transport: s.Transport(), Target: s.Socket, Reason: "not polled yet"},
+		status: view.AgentStatus{Name: s.Name, Transport: s.Transport(), Target: s.Socket, Reason: "not polled yet"},
 		polled: make(chan struct{}),
 	}
 	var err error
@@ -372,10 +373,10 @@ func (b *Bridge) statusLine() string {
 }
 
 // Agents implements control.Backend.
-func (b *Bridge) Agents() []control.AgentStatus {
+func (b *Bridge) Agents() []view.AgentStatus {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := make([]control.AgentStatus, 0, len(b.agents))
+	out := make([]view.AgentStatus, 0, len(b.agents))
 	for _, a := range b.agents {
 		out = append(out, a.status)
 	}
@@ -396,7 +397,7 @@ const checkWait = 5 * time.Second
 // An agent that is down is polled too: the user asked. A poll still
 // running when the wait ends leaves that agent's status as it was, with
 // its Checked time saying how old it is.
-func (b *Bridge) Check(ctx context.Context) []control.AgentStatus {
+func (b *Bridge) Check(ctx context.Context) []view.AgentStatus {
 	since := time.Now().Add(-b.o.Fresh)
 	ctx, cancel := context.WithTimeout(ctx, checkWait)
 	defer cancel()
@@ -440,12 +441,12 @@ func (b *Bridge) waitPolled(ctx context.Context, a *agent, since time.Time) {
 }
 
 // View implements control.Backend.
-func (b *Bridge) View() []control.AgentView {
+func (b *Bridge) View() []view.Agent {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := make([]control.AgentView, 0, len(b.agents))
+	out := make([]view.Agent, 0, len(b.agents))
 	for _, a := range b.agents {
-		out = append(out, control.AgentView{AgentStatus: a.status, Snapshot: a.snap})
+		out = append(out, view.Agent{AgentStatus: a.status, Snapshot: a.snap})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out

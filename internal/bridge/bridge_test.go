@@ -22,6 +22,7 @@ import (
 	"github.com/collie-linux/collie/internal/durable"
 	"github.com/collie-linux/collie/internal/sources"
 	"github.com/collie-linux/collie/internal/tlstest"
+	"github.com/collie-linux/collie/internal/view"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -113,16 +114,16 @@ func startWith(t *testing.T, opt func(*Options), srcs ...sources.Source) (*harne
 }
 
 // waitFor polls the daemon's list until ok holds.
-func (h *harness) waitFor(t *testing.T, what string, ok func(map[string]control.AgentStatus) bool) map[string]control.AgentStatus {
+func (h *harness) waitFor(t *testing.T, what string, ok func(map[string]view.AgentStatus) bool) map[string]view.AgentStatus {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	var last map[string]control.AgentStatus
+	var last map[string]view.AgentStatus
 	for ; time.Now().Before(deadline); <-tick.C {
 		agents, err := h.client.Agents(context.Background())
 		if err == nil {
-			last = map[string]control.AgentStatus{}
+			last = map[string]view.AgentStatus{}
 			for _, a := range agents {
 				last[a.Name] = a
 			}
@@ -143,7 +144,7 @@ func TestBridgePollsAndRefuses(t *testing.T) {
 	startAgent(t, bad, "bad")
 	h := start(t, sources.Source{Name: "good", Socket: good}, sources.Source{Name: "bad", Socket: bad})
 
-	h.waitFor(t, "both reachable", func(m map[string]control.AgentStatus) bool {
+	h.waitFor(t, "both reachable", func(m map[string]view.AgentStatus) bool {
 		return m["good"].Reachable && m["bad"].Reachable
 	})
 	for ready := false; !ready; {
@@ -154,12 +155,12 @@ func TestBridgePollsAndRefuses(t *testing.T) {
 			t.Fatal("no READY=1 with a STATUS line was sent to systemd")
 		}
 	}
-	view, err := h.client.View(context.Background())
+	shown, err := h.client.View(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if view[1].Name != "good" || view[1].Snapshot.Spaces[0].Title != "good" {
-		t.Fatalf("X1 view not cleaned or wrong: %+v", view[1])
+	if shown[1].Name != "good" || shown[1].Snapshot.Spaces[0].Title != "good" {
+		t.Fatalf("X1 view not cleaned or wrong: %+v", shown[1])
 	}
 
 	// T4: a path turned unsafe is unreachable at the next poll; the other
@@ -167,7 +168,7 @@ func TestBridgePollsAndRefuses(t *testing.T) {
 	desk := filepath.Dir(bad)
 	os.Chmod(desk, 0o755)
 	want := "the socket's folder " + desk + " has mode 0755, not 0700"
-	m := h.waitFor(t, "the bad agent refused", func(m map[string]control.AgentStatus) bool {
+	m := h.waitFor(t, "the bad agent refused", func(m map[string]view.AgentStatus) bool {
 		return !m["bad"].Reachable
 	})
 	if m["bad"].Reason != want {
@@ -176,7 +177,7 @@ func TestBridgePollsAndRefuses(t *testing.T) {
 	// Several more polls of both, each seen by its check time moving on.
 	for range 3 {
 		good, bad := m["good"].Checked, m["bad"].Checked
-		m = h.waitFor(t, "one more poll of each agent", func(m map[string]control.AgentStatus) bool {
+		m = h.waitFor(t, "one more poll of each agent", func(m map[string]view.AgentStatus) bool {
 			return m["good"].Checked.After(good) && m["bad"].Checked.After(bad)
 		})
 	}
@@ -186,13 +187,13 @@ func TestBridgePollsAndRefuses(t *testing.T) {
 	if n := strings.Count(h.logs.String(), "durable agent is unreachable"); n != 1 {
 		t.Errorf("logged the same unreachable reason %d times, want once per change:\n%s", n, h.logs)
 	}
-	view, _ = h.client.View(context.Background())
-	if view[0].Name != "bad" || view[0].Snapshot != nil {
-		t.Errorf("an unreachable agent's snapshot is still shown: %+v", view[0])
+	shown, _ = h.client.View(context.Background())
+	if shown[0].Name != "bad" || shown[0].Snapshot != nil {
+		t.Errorf("an unreachable agent's snapshot is still shown: %+v", shown[0])
 	}
 
 	os.Chmod(desk, 0o700)
-	h.waitFor(t, "the bad agent back", func(m map[string]control.AgentStatus) bool { return m["bad"].Reachable })
+	h.waitFor(t, "the bad agent back", func(m map[string]view.AgentStatus) bool { return m["bad"].Reachable })
 }
 
 func TestBridgeReloadAndTighten(t *testing.T) {
@@ -213,7 +214,7 @@ func TestBridgeReloadAndTighten(t *testing.T) {
 	go func() { done <- b.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 	h := &harness{paths: paths, logs: logs, client: control.NewClient(paths.Control())}
-	h.waitFor(t, "daemon up", func(m map[string]control.AgentStatus) bool { return len(m) == 0 })
+	h.waitFor(t, "daemon up", func(m map[string]view.AgentStatus) bool { return len(m) == 0 })
 
 	fi, _ := os.Stat(paths.Sources())
 	if fi.Mode().Perm() != 0o600 {
@@ -227,11 +228,11 @@ func TestBridgeReloadAndTighten(t *testing.T) {
 	if err := h.client.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(t, "attached agent reachable", func(m map[string]control.AgentStatus) bool { return m["a"].Reachable })
+	h.waitFor(t, "attached agent reachable", func(m map[string]view.AgentStatus) bool { return m["a"].Reachable })
 
 	sources.Update(paths.Sources(), func(f *sources.File) error { return f.Remove("a") })
 	h.client.Reload(context.Background())
-	h.waitFor(t, "detached", func(m map[string]control.AgentStatus) bool { return len(m) == 0 })
+	h.waitFor(t, "detached", func(m map[string]view.AgentStatus) bool { return len(m) == 0 })
 
 	os.WriteFile(paths.Sources(), []byte("{broken"), 0o600)
 	if err := h.client.Reload(context.Background()); err == nil {
@@ -278,7 +279,7 @@ func TestBridgeCadenceK8(t *testing.T) {
 	go func() { done <- b.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 	h := &harness{client: control.NewClient(paths.Control())}
-	m := h.waitFor(t, "first polls", func(m map[string]control.AgentStatus) bool {
+	m := h.waitFor(t, "first polls", func(m map[string]view.AgentStatus) bool {
 		return m["good"].Reachable && m["bad"].Reason != "" && m["bad"].Reason != "not polled yet"
 	})
 	if m["bad"].Reason != "the agent refused the token" || !m["bad"].TokenSet || m["good"].Target != good {

@@ -9,9 +9,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/collie-linux/collie/internal/control"
 	"github.com/collie-linux/collie/internal/sources"
 	"github.com/collie-linux/collie/internal/upstream"
+	"github.com/collie-linux/collie/internal/view"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -48,7 +48,7 @@ func startCounting(b *Bridge, name string, client upstream.Client) {
 	a := &agent{
 		src: sources.Source{Name: name}, client: client, cancel: cancel,
 		done: make(chan struct{}), wake: make(chan struct{}, 1), polled: make(chan struct{}),
-		status: control.AgentStatus{Name: name, Reason: "not polled yet"},
+		status: view.AgentStatus{Name: name, Reason: "not polled yet"},
 	}
 	b.agents[name] = a
 	go b.poll(ctx, a)

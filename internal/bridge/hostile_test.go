@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/collie-linux/collie/internal/control"
 	"github.com/collie-linux/collie/internal/privsock"
 	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/sources"
+	"github.com/collie-linux/collie/internal/view"
 )
 
 // pwn is what a hostile agent would like to reach a terminal or a page.
@@ -124,7 +124,7 @@ func TestBridgeHostileAgentX1(t *testing.T) {
 	rec := &recorder{}
 	h, b := startWith(t, func(o *Options) { o.Log = slog.New(recHandler{r: rec}) },
 		sources.Source{Name: "status", Socket: status}, sources.Source{Name: "errjson", Socket: errJSON}, sources.Source{Name: "names", Socket: names})
-	m := h.waitFor(t, "all three polled", func(m map[string]control.AgentStatus) bool {
+	m := h.waitFor(t, "all three polled", func(m map[string]view.AgentStatus) bool {
 		for _, a := range m {
 			if a.Reason == "not polled yet" || a.Reachable {
 				return false
@@ -146,11 +146,11 @@ func TestBridgeHostileAgentX1(t *testing.T) {
 	if got := m["status"].Reason; got != "the agent answered 500 Internal Server Error" {
 		t.Errorf("status reason = %q", got)
 	}
-	view, err := h.client.View(context.Background())
+	shown, err := h.client.View(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range [][]control.AgentView{view, b.View()} { // collie show; the device API's source
+	for _, v := range [][]view.Agent{shown, b.View()} { // collie show; the device API's source
 		enc, _ := json.Marshal(v)
 		var back any
 		json.Unmarshal(enc, &back)
@@ -164,8 +164,8 @@ func TestBridgeHostileAgentX1(t *testing.T) {
 	}
 }
 
-func mapValues(m map[string]control.AgentStatus) []control.AgentStatus {
-	var out []control.AgentStatus
+func mapValues(m map[string]view.AgentStatus) []view.AgentStatus {
+	var out []view.AgentStatus
 	for _, a := range m {
 		out = append(out, a)
 	}
@@ -195,7 +195,7 @@ func TestBridgeCheckNow(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "desk", "a.sock")
 	stop := startAgent(t, sock, "a")
 	h, _ := startWith(t, func(o *Options) { o.Interval, o.Fresh = time.Hour, time.Nanosecond }, sources.Source{Name: "a", Socket: sock})
-	h.waitFor(t, "first poll", func(m map[string]control.AgentStatus) bool { return m["a"].Reachable })
+	h.waitFor(t, "first poll", func(m map[string]view.AgentStatus) bool { return m["a"].Reachable })
 
 	stop()
 	stopped := time.Now()
@@ -221,7 +221,7 @@ func TestBridgeCheckFresh(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "desk", "a.sock")
 	startAgent(t, sock, "a")
 	h, _ := startWith(t, func(o *Options) { o.Interval, o.Fresh = time.Hour, time.Hour }, sources.Source{Name: "a", Socket: sock})
-	first := h.waitFor(t, "first poll", func(m map[string]control.AgentStatus) bool { return m["a"].Reachable })
+	first := h.waitFor(t, "first poll", func(m map[string]view.AgentStatus) bool { return m["a"].Reachable })
 	for range 3 {
 		again, err := h.client.Check(context.Background())
 		if err != nil || len(again) != 1 || !again[0].Checked.Equal(first["a"].Checked) {

@@ -16,11 +16,11 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/audit"
-	"github.com/collie-linux/collie/internal/control"
 	"github.com/collie-linux/collie/internal/device"
 	"github.com/collie-linux/collie/internal/durable"
 	"github.com/collie-linux/collie/internal/durable/board"
 	"github.com/collie-linux/collie/internal/sources"
+	"github.com/collie-linux/collie/internal/view"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -106,7 +106,7 @@ func TestD6Route(t *testing.T) {
 	rec := Auditor{Log: alog, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	h, b := startWith(t, func(o *Options) { o.Audit = rec },
 		sources.Source{Name: "open", Socket: open.sock}, sources.Source{Name: "checked", Socket: checked.sock})
-	h.waitFor(t, "both agents read", func(m map[string]control.AgentStatus) bool {
+	h.waitFor(t, "both agents read", func(m map[string]view.AgentStatus) bool {
 		return m["open"].Reachable && m["checked"].Reachable
 	})
 	var q wire.Question // the same at both agents: each board numbers its own

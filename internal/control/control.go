@@ -20,26 +20,9 @@ import (
 	"github.com/collie-linux/collie/internal/privsock"
 	"github.com/collie-linux/collie/internal/sockpath"
 	"github.com/collie-linux/collie/internal/systemd/journald"
+	"github.com/collie-linux/collie/internal/view"
 	"github.com/collie-linux/collie/internal/wire"
 )
-
-// AgentStatus is one attached durable agent as the bridge sees it.
-type AgentStatus struct {
-	Name      string    `json:"name"`
-	Transport string    `json:"transport"`          // "socket" or "https"
-	Target    string    `json:"target"`             // socket path or URL; never a token
-	TokenSet  bool      `json:"tokenSet,omitempty"` // a token is stored (K5: shown, never printed)
-	Reachable bool      `json:"reachable"`
-	Reason    string    `json:"reason,omitempty"` // why not, exactly (T3, T4)
-	Agent     string    `json:"agent,omitempty"`  // the name the agent gives itself
-	Checked   time.Time `json:"checked,omitzero"` // when the last poll began
-}
-
-// AgentView is what the bridge holds of one agent, after cleaning.
-type AgentView struct {
-	AgentStatus
-	Snapshot *wire.Snapshot `json:"snapshot,omitempty"`
-}
 
 // Pairing is what `collie pair` shows: a single-use offer to pair a device.
 type Pairing struct {
@@ -59,11 +42,11 @@ type Device struct {
 
 // Backend is what the daemon offers over the control socket.
 type Backend interface {
-	Agents() []AgentStatus
+	Agents() []view.AgentStatus
 	// Check polls the agents now and returns their statuses; one whose
 	// poll did not end in time keeps its last status and its Checked time.
-	Check(ctx context.Context) []AgentStatus
-	View() []AgentView
+	Check(ctx context.Context) []view.AgentStatus
+	View() []view.Agent
 	Reload() error
 	Pair() (Pairing, error)
 	Devices() ([]Device, error)
@@ -202,21 +185,21 @@ func NewClient(path string) *Client {
 }
 
 // Agents lists the attached agents and whether each is reachable.
-func (c *Client) Agents(ctx context.Context) ([]AgentStatus, error) {
-	var out []AgentStatus
+func (c *Client) Agents(ctx context.Context) ([]view.AgentStatus, error) {
+	var out []view.AgentStatus
 	return out, c.do(ctx, http.MethodGet, agentsPath, &out)
 }
 
 // Check asks the daemon to poll every agent now and lists what it found
 // (issue 9: a status shown by collie durable list is not up to 10 s old).
-func (c *Client) Check(ctx context.Context) ([]AgentStatus, error) {
-	var out []AgentStatus
+func (c *Client) Check(ctx context.Context) ([]view.AgentStatus, error) {
+	var out []view.AgentStatus
 	return out, c.do(ctx, http.MethodGet, agentsPath+"?check=now", &out)
 }
 
 // View returns what the bridge holds.
-func (c *Client) View(ctx context.Context) ([]AgentView, error) {
-	var out []AgentView
+func (c *Client) View(ctx context.Context) ([]view.Agent, error) {
+	var out []view.Agent
 	return out, c.do(ctx, http.MethodGet, showPath, &out)
 }
 

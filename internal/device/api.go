@@ -11,16 +11,16 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/audit"
-	"github.com/collie-linux/collie/internal/control"
 	"github.com/collie-linux/collie/internal/device/web"
 	"github.com/collie-linux/collie/internal/jsonstrict"
+	"github.com/collie-linux/collie/internal/view"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
 // Backend is what the device API needs from the bridge.
 type Backend interface {
 	// View is what the bridge holds, after cleaning.
-	View() []control.AgentView
+	View() []view.Agent
 	// Forward sends a write to the named agent. Only the device API calls
 	// it: nothing in the bridge answers on behalf of an agent, a hook or
 	// model output (D6).
@@ -265,7 +265,7 @@ func (a *API) receipts(w http.ResponseWriter, r *http.Request) {
 
 // State is the reply to GET /api/v1/state.
 type State struct {
-	Agents []control.AgentView `json:"agents"`
+	Agents []view.Agent `json:"agents"`
 }
 
 func (a *API) state(w http.ResponseWriter, r *http.Request) {

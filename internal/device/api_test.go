@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/audit"
-	"github.com/collie-linux/collie/internal/control"
+	"github.com/collie-linux/collie/internal/view"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -23,7 +23,7 @@ import (
 // reached it.
 type agentSide struct {
 	mu       sync.Mutex
-	view     []control.AgentView
+	view     []view.Agent
 	forwards []wire.Request
 	paths    []string // the agent's route of each forward
 	watching []bool
@@ -32,7 +32,7 @@ type agentSide struct {
 	onForward func()
 }
 
-func (b *agentSide) View() []control.AgentView {
+func (b *agentSide) View() []view.Agent {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.view
@@ -148,9 +148,9 @@ func (c *fakeClock) add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-func demoView(rev int64) []control.AgentView {
-	return []control.AgentView{{
-		AgentStatus: control.AgentStatus{Name: "demo", Reachable: true},
+func demoView(rev int64) []view.Agent {
+	return []view.Agent{{
+		AgentStatus: view.AgentStatus{Name: "demo", Reachable: true},
 		Snapshot: &wire.Snapshot{Spaces: []wire.Space{{ID: "s", Tabs: []wire.Tab{{ID: "t", Conversations: []wire.Conversation{{
 			ID: "c",
 			Questions: []wire.Question{

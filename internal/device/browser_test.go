@@ -22,8 +22,8 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"github.com/collie-linux/collie/internal/control"
 	"github.com/collie-linux/collie/internal/testenv"
+	"github.com/collie-linux/collie/internal/view"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -71,11 +71,11 @@ type forwarded struct {
 // test: a view that the test changes, and every write that got through.
 type browserBackend struct {
 	mu     sync.Mutex
-	view   []control.AgentView
+	view   []view.Agent
 	writes []forwarded
 }
 
-func (b *browserBackend) View() []control.AgentView {
+func (b *browserBackend) View() []view.Agent {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.view
@@ -93,7 +93,7 @@ func (b *browserBackend) Forward(_ context.Context, agent, path string, req wire
 
 func (b *browserBackend) SetWatching(bool) {}
 
-func (b *browserBackend) setView(v []control.AgentView) {
+func (b *browserBackend) setView(v []view.Agent) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.view = v
@@ -192,10 +192,10 @@ func jsonString(s string) string {
 	return b.String()
 }
 
-func browserView(s *wire.Snapshot) []control.AgentView {
-	return []control.AgentView{
-		{AgentStatus: control.AgentStatus{Name: "demo", Agent: "Site deployer", Transport: "socket", Reachable: true}, Snapshot: s},
-		{AgentStatus: control.AgentStatus{Name: "backup", Transport: "socket", Reason: "socket-not-private: /run/user/1000/desk/backup.sock is a symlink"}},
+func browserView(s *wire.Snapshot) []view.Agent {
+	return []view.Agent{
+		{AgentStatus: view.AgentStatus{Name: "demo", Agent: "Site deployer", Transport: "socket", Reachable: true}, Snapshot: s},
+		{AgentStatus: view.AgentStatus{Name: "backup", Transport: "socket", Reason: "socket-not-private: /run/user/1000/desk/backup.sock is a symlink"}},
 	}
 }
 

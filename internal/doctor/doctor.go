@@ -13,7 +13,7 @@ import (
 	"slices"
 
 	"github.com/collie-linux/collie/internal/config"
-	"github.com/collie-linux/collie/internal/control"
+	"github.com/collie-linux/collie/internal/view"
 )
 
 // Status is a row's outcome.
@@ -96,7 +96,7 @@ type Unit struct {
 
 // Daemon is the control API of a running daemon (control.Client).
 type Daemon interface {
-	Agents(ctx context.Context) ([]control.AgentStatus, error)
+	Agents(ctx context.Context) ([]view.AgentStatus, error)
 }
 
 // check is one entry of the table: a name for --check and the function

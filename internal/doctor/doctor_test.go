@@ -14,6 +14,7 @@ import (
 	"github.com/collie-linux/collie/internal/config"
 	"github.com/collie-linux/collie/internal/control"
 	"github.com/collie-linux/collie/internal/sources"
+	"github.com/collie-linux/collie/internal/view"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -31,11 +32,11 @@ func (f fakeSystemd) Unit(_ context.Context, name string) (Unit, error) {
 func (fakeSystemd) Close() {}
 
 type fakeDaemon struct {
-	agents []control.AgentStatus
+	agents []view.AgentStatus
 	err    error
 }
 
-func (d fakeDaemon) Agents(context.Context) ([]control.AgentStatus, error) { return d.agents, d.err }
+func (d fakeDaemon) Agents(context.Context) ([]view.AgentStatus, error) { return d.agents, d.err }
 
 // healthy lays out a working installation under a temporary root: a
 // private desk with the demo agent's socket, sources.json 0600 naming it,
@@ -86,7 +87,7 @@ func healthy(t *testing.T) (*Env, string) {
 		Systemd:  func(context.Context) (Systemd, error) { return sd, nil },
 		Logind:   func(context.Context, int) (bool, error) { return true, nil },
 		Journald: func() error { return nil },
-		Daemon:   fakeDaemon{agents: []control.AgentStatus{{Name: "demo", Transport: "socket", Target: sock, Reachable: true}}},
+		Daemon:   fakeDaemon{agents: []view.AgentStatus{{Name: "demo", Transport: "socket", Target: sock, Reachable: true}}},
 		Probe:    func(context.Context, string) (string, error) { return "demo", nil },
 		Dial:     func(context.Context, string) error { return nil },
 		AgentCheck: func(_ context.Context, name string) (string, error) {
@@ -361,7 +362,7 @@ func brokenAgent(t *testing.T, socketActive string) (*Env, string) {
 	e.Probe = func(context.Context, string) (string, error) {
 		return "", errors.New("nothing is listening at " + sock + "; start the agent (or its .socket unit)")
 	}
-	e.Daemon = fakeDaemon{agents: []control.AgentStatus{{Name: "demo", Transport: "socket", Target: sock,
+	e.Daemon = fakeDaemon{agents: []view.AgentStatus{{Name: "demo", Transport: "socket", Target: sock,
 		Reason: "read unix @->" + sock + ": read: connection reset by peer"}}}
 	return e, root
 }

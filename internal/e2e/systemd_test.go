@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/collie-linux/collie/internal/control"
 	"github.com/collie-linux/collie/internal/systemdtest"
+	"github.com/collie-linux/collie/internal/view"
 )
 
 // build compiles collie and collie-agent where the test user can run them.
@@ -72,7 +72,7 @@ func TestSystemdEndToEnd(t *testing.T) {
 	}
 
 	// The demo question reaches the bridge, cleaned, through socket activation.
-	var view []control.AgentView
+	var view []view.Agent
 	waitFor(t, 20*time.Second, "the demo question in collie show --json", func() bool {
 		out, err := um.Run(ctx, bin+"/collie", "show", "--json")
 		if err != nil || json.Unmarshal([]byte(out), &view) != nil || len(view) != 1 || view[0].Snapshot == nil {
