@@ -14,7 +14,7 @@ GOBUILDFLAGS ?=
 GOLDFLAGS    ?=
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: all build run test cross deps lint fuzz bench man deb version clean
+.PHONY: all build run test cross deps lint fuzz bench bench-ratios man deb version clean
 
 all: build
 
@@ -55,7 +55,7 @@ lint:
 # A short run of every fuzz target; the seed corpora live in testdata/.
 FUZZTIME ?= 20s
 FUZZ_TARGETS := \
-	sanitize:FuzzLine sanitize:FuzzBlock sanitize:FuzzLabel sanitize:FuzzValidID sanitize:FuzzCheckLink sanitize:FuzzTerminal sanitize:FuzzTerminalJSON \
+	sanitize:FuzzLine sanitize:FuzzBlock sanitize:FuzzLabel sanitize:FuzzValidID sanitize:FuzzCheckLink sanitize:FuzzTerminal sanitize:FuzzTerminalJSON sanitize:FuzzFastVsLegacy \
 	wire:FuzzParseSnapshot wire:FuzzDecodeRequest jsonstrict:FuzzUnmarshal tomlstrict:FuzzDecode sockpath:FuzzCheck sockpath:FuzzCheckForm sources:FuzzLoad \
 	audit:FuzzParseLine audit:FuzzVerify audit:FuzzChain audit:FuzzParseReceipt upstream:FuzzValidETag device:FuzzSiteHost \
 	durable/grants:FuzzCommandMatches systemd:FuzzStatus
@@ -68,6 +68,14 @@ fuzz:
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./internal/sanitize ./internal/wire ./internal/sockpath ./internal/upstream ./internal/callercheck ./internal/audit
+
+# The issue 11 figures alone, each a ratio measured side by side in one run
+# (the machine may be shared; each side's fastest run counts): a 4 MiB
+# snapshot's DecodeSnapshot against encoding/json.Unmarshal (x_unmarshal,
+# budget 1.5) and Block on 64 KiB of mixed text against the cleaner before
+# issue 11 (new_MB/s, legacy_MB/s, x_legacy). `make bench` prints them too.
+bench-ratios:
+	$(GO) test -run='^$$' -bench='^(BenchmarkSnapshotVsUnmarshal|BenchmarkMixedVsLegacy)$$' -benchtime=3s ./internal/wire ./internal/sanitize
 
 # Man pages: Markdown sources in man/, roff generated and checked in.
 MD2MAN := $(GO) run github.com/cpuguy83/go-md2man/v2@v2.0.7
