@@ -1,0 +1,270 @@
+package deps
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/collie-linux/collie/internal/testenv"
+)
+
+const module = "github.com/collie-linux/collie/"
+
+// Sides of the module. The bridge's side serves devices and reads agents;
+// the agent's side is the runtime a durable agent is built on; both link
+// the shared packages of the protocol and the system below them.
+var (
+	bridgeSide = []string{"internal/bridge", "internal/device/...", "internal/upstream", "internal/sources",
+		"internal/control", "internal/audit", "internal/view", "internal/doctor", "internal/config"}
+	agentSide  = []string{"internal/durable/...", "internal/callercheck", "internal/runcmd"}
+	testHelper = []string{"testing", "internal/testenv", "internal/systemdtest", "internal/tlstest",
+		"internal/durable/durabletest", "internal/e2e/..."}
+	binaries = []string{"cmd/collie", "cmd/collie-agent"}
+)
+
+// rule is one rule of the layering: no package matched by From may depend
+// on (import, directly or not) a package matched by Deny, except the
+// packages matched by Except; or, with Only set, on no package of the
+// module outside Only. Patterns are paths in the module ("internal/wire"),
+// "x/..." for x and every package below it, or a standard package.
+type rule struct {
+	Name   string // names the spec ID it keeps, where there is one
+	From   []string
+	Except []string
+	Deny   []string
+	Only   []string // nil: Deny applies; else the whole allow-list
+	Why    string
+}
+
+func cat(lists ...[]string) []string { return slices.Concat(lists...) }
+
+var rules = []rule{
+	{Name: "D6_only_the_bridge_links_the_device_API", From: []string{"..."},
+		Except: []string{"cmd/collie", "internal/bridge", "internal/device/...", "internal/e2e/..."},
+		Deny:   []string{"internal/device/..."},
+		Why:    "the device API is the one way to an agent's answer route (D6); nothing below the bridge may reach it"},
+	{Name: "D6_the_device_API_reaches_agents_only_through_the_bridge", From: []string{"internal/device/..."},
+		Deny: []string{"internal/upstream", "internal/sources", "internal/control"},
+		Why:  "a device's write goes to an agent only through Backend.Forward (bridge.Forward); the device API sees the protocol's types (wire, view), not the bridge's clients"},
+	{Name: "nothing_imports_the_bridge", From: []string{"..."},
+		Except: []string{"cmd/collie", "internal/bridge", "internal/e2e/..."},
+		Deny:   []string{"internal/bridge"},
+		Why:    "the bridge is the daemon that wires the rest; it is the top of the bridge's side"},
+	{Name: "collie-agent_links_no_bridge_side_package", From: []string{"cmd/collie-agent"},
+		Deny: bridgeSide,
+		Why:  "the reference agent is built on the agent's runtime and the protocol only; the bridge's store, clients and device API are not its business"},
+	{Name: "the_agent_runtime_links_no_bridge_side_package", From: agentSide,
+		Deny: bridgeSide,
+		Why:  "an agent built on internal/durable must not carry the bridge in with it"},
+	{Name: "collie_links_no_agent_runtime", From: []string{"cmd/collie"},
+		Deny: agentSide,
+		Why:  "the bridge reads agents over the protocol; it never runs the agent's server or its caller check"},
+	{Name: "binaries_link_no_test_helper", From: binaries,
+		Deny: testHelper,
+		Why:  "test helpers (and the testing package) stay out of what is installed"},
+	{Name: "X1_wire_is_a_leaf", From: []string{"internal/wire"},
+		Only: []string{"internal/sanitize", "internal/jsonstrict"},
+		Why:  "the protocol package is shared by both sides: it may use only the cleaner (X1-X6) and the strict decoder"},
+	{Name: "X2_sanitize_is_a_leaf", From: []string{"internal/sanitize", "internal/jsonstrict"},
+		Only: []string{},
+		Why:  "the cleaner and the strict decoder sit under everything and import nothing of the module"},
+	{Name: "view_is_types_of_the_protocol", From: []string{"internal/view"},
+		Only: []string{"internal/wire", "internal/sanitize", "internal/jsonstrict"},
+		Why:  "the bridge's model that the control socket and the device API send holds types only"},
+	{Name: "A1_audit_is_below_the_device_API", From: []string{"internal/audit"},
+		Deny: []string{"internal/device/...", "internal/bridge", "internal/control", "internal/upstream", "internal/sources", "internal/view", "internal/doctor"},
+		Why:  "the audit log records writes from a description of them (wire's registry), not from the code that serves them"},
+}
+
+// full is the import path of a pattern's package: the module's packages
+// are written relative to it, in patterns and in messages.
+func full(p string) string {
+	if strings.HasPrefix(p, "internal/") || strings.HasPrefix(p, "cmd/") {
+		return module + p
+	}
+	return p
+}
+
+// short is an import path as patterns and messages write it.
+func short(p string) string { return strings.TrimPrefix(p, module) }
+
+// match reports whether the import path p is matched by pattern.
+func match(pattern, p string) bool {
+	if pattern == "..." {
+		return strings.HasPrefix(p, module)
+	}
+	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
+		base = full(base)
+		return p == base || strings.HasPrefix(p, base+"/")
+	}
+	return p == full(pattern)
+}
+
+func matchAny(patterns []string, p string) bool {
+	return slices.ContainsFunc(patterns, func(pat string) bool { return match(pat, p) })
+}
+
+// graph is each package of the module, by import path, with every package
+// it depends on, directly or not.
+type graph map[string][]string
+
+// check returns every way g breaks rules, one line each.
+func check(g graph, rules []rule) []string {
+	var out []string
+	pkgs := slices.Sorted(func(yield func(string) bool) {
+		for p := range g {
+			if !yield(p) {
+				return
+			}
+		}
+	})
+	for _, r := range rules {
+		for _, p := range pkgs {
+			if !matchAny(r.From, p) || matchAny(r.Except, p) {
+				continue
+			}
+			for _, d := range g[p] {
+				inModule := strings.HasPrefix(d, module)
+				bad := false
+				switch {
+				case r.Only != nil:
+					bad = inModule && !matchAny(r.Only, d)
+				default:
+					bad = matchAny(r.Deny, d)
+				}
+				if bad {
+					out = append(out, fmt.Sprintf("%s: %s depends on %s (%s)", r.Name, short(p), short(d), r.Why))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// named returns the patterns of rules that match no package of g: a rule
+// about a package renamed or gone would hold by saying nothing.
+func named(g graph, rules []rule) []string {
+	var out []string
+	for _, r := range rules {
+		for _, pat := range slices.Concat(r.From, r.Except, r.Deny, r.Only) {
+			if pat == "..." || pat == "testing" {
+				continue
+			}
+			found := false
+			for p := range g {
+				found = found || match(pat, p)
+			}
+			if !found {
+				out = append(out, fmt.Sprintf("%s: %s is no package of the module", r.Name, pat))
+			}
+		}
+	}
+	return out
+}
+
+// pkg is what this test reads of `go list -json`.
+type pkg struct {
+	ImportPath string
+	Dir        string
+	GoFiles    []string
+	Deps       []string
+	Standard   bool
+}
+
+// listModule runs `go list -deps -json ./...` at the module's root and
+// returns the module's packages (without tests) with their dependencies.
+func listModule(t *testing.T) (graph, map[string]pkg) {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		testenv.Unavailable(t, "the go command is not on PATH, so the dependency rules cannot be checked")
+	}
+	cmd := exec.Command(gobin, "list", "-deps", "-json", "./...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	g, pkgs := graph{}, map[string]pkg{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("go list output: %v", err)
+		}
+		if !strings.HasPrefix(p.ImportPath, module) {
+			continue // the standard library and other modules
+		}
+		g[p.ImportPath], pkgs[p.ImportPath] = p.Deps, p
+	}
+	if len(g) < 10 {
+		t.Fatalf("go list found %d packages of the module; the listing is broken", len(g))
+	}
+	return g, pkgs
+}
+
+// TestDeps holds the module to its layering rules.
+func TestDeps(t *testing.T) {
+	g, _ := listModule(t)
+	for _, v := range named(g, rules) {
+		t.Error(v)
+	}
+	for _, v := range check(g, rules) {
+		t.Error(v)
+	}
+}
+
+// TestRulesCatchBreaks breaks each rule in a copy of the module's real
+// graph, one edge at a time, and wants check to name that rule: a rule
+// that cannot fail is no rule.
+func TestRulesCatchBreaks(t *testing.T) {
+	g, _ := listModule(t)
+	breaks := map[string][2]string{ // rule: the package and a dependency that breaks it
+		"D6_only_the_bridge_links_the_device_API":                  {"internal/doctor", "internal/device"},
+		"nothing_imports_the_bridge":                               {"internal/device", "internal/bridge"},
+		"D6_the_device_API_reaches_agents_only_through_the_bridge": {"internal/device", "internal/upstream"},
+		"collie-agent_links_no_bridge_side_package":                {"cmd/collie-agent", "internal/sources"},
+		"the_agent_runtime_links_no_bridge_side_package":           {"internal/durable/board", "internal/upstream"},
+		"collie_links_no_agent_runtime":                            {"cmd/collie", "internal/durable"},
+		"binaries_link_no_test_helper":                             {"cmd/collie-agent", "testing"},
+		"X1_wire_is_a_leaf":                                        {"internal/wire", "internal/sockpath"},
+		"X2_sanitize_is_a_leaf":                                    {"internal/sanitize", "internal/wire"},
+		"view_is_types_of_the_protocol":                            {"internal/view", "internal/control"},
+		"A1_audit_is_below_the_device_API":                         {"internal/audit", "internal/device"},
+	}
+	for _, r := range rules {
+		t.Run(r.Name, func(t *testing.T) {
+			br, ok := breaks[r.Name]
+			if !ok {
+				t.Fatalf("no break for the rule %s: add one to this test", r.Name)
+			}
+			broken := graph{}
+			for p, deps := range g {
+				broken[p] = deps
+			}
+			from, dep := full(br[0]), full(br[1])
+			if _, ok := g[from]; !ok {
+				t.Fatalf("%s is no package of the module", br[0])
+			}
+			broken[from] = append(slices.Clone(g[from]), dep)
+			found := false
+			for _, v := range check(broken, []rule{r}) {
+				found = found || strings.HasPrefix(v, r.Name+": "+br[0]+" depends on "+br[1]+" ")
+			}
+			if !found {
+				t.Fatalf("%s depending on %s does not break the rule", br[0], br[1])
+			}
+		})
+	}
+}
