@@ -25,53 +25,60 @@ func FuzzParseLine(f *testing.F) {
 			}
 			return
 		}
-		var m map[string]any
-		dec := json.NewDecoder(bytes.NewReader(line))
-		dec.UseNumber()
-		if err := dec.Decode(&m); err != nil || !json.Valid(line) {
-			t.Fatalf("ParseLine accepted what encoding/json refuses (%v): %q", err, line)
-		}
-		// The time reads back the same, though its text may differ in
-		// ways time.Parse allows.
-		if tm, err := time.Parse(timeLayout, m["time"].(string)); err != nil || !tm.Equal(r.Time) {
-			t.Fatalf("time %v, encoding/json %v", r.Time, m["time"])
-		}
-		want := map[string]any{"session": r.Session, "device": r.Device, "event": r.Event, "prev": r.Prev}
-		for _, fl := range r.Fields {
-			want[fl.Key] = fl.Value
-		}
-		if len(m) != len(want)+1 {
-			t.Fatalf("%d fields and the time, encoding/json %d: %q", len(want), len(m), line)
-		}
-		for k, v := range want {
-			got := m[k]
-			switch v := v.(type) {
-			case int64:
-				n, err := strconv.ParseInt(string(got.(json.Number)), 10, 64)
-				if err != nil || n != v {
-					t.Fatalf("%s = %d, encoding/json %v", k, v, got)
-				}
-			case []string:
-				list, ok := got.([]any)
-				if !ok || len(list) != len(v) {
-					t.Fatalf("%s = %q, encoding/json %v", k, v, got)
-				}
-				for i := range v {
-					if list[i] != v[i] {
-						t.Fatalf("%s[%d] = %q, encoding/json %q", k, i, v[i], list[i])
-					}
-				}
-			default:
-				if got != v {
-					t.Fatalf("%s = %#v, encoding/json %#v", k, v, got)
-				}
-			}
-		}
+		sameAsEncodingJSON(t, line, r)
 		if r.Hash != hashLine(line) || !isHash(r.Prev) {
 			t.Fatalf("hash %s or prev %s wrong", r.Hash, r.Prev)
 		}
 		CheckFields(r) // must not panic on anything ParseLine accepts
 	})
+}
+
+// sameAsEncodingJSON fails unless encoding/json reads line as valid JSON
+// with the values of r, each key once.
+func sameAsEncodingJSON(t *testing.T, line []byte, r Record) {
+	t.Helper()
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil || !json.Valid(line) {
+		t.Fatalf("ParseLine accepted what encoding/json refuses (%v): %q", err, line)
+	}
+	// The time reads back the same, though its text may differ in
+	// ways time.Parse allows.
+	if tm, err := time.Parse(timeLayout, m["time"].(string)); err != nil || !tm.Equal(r.Time) {
+		t.Fatalf("time %v, encoding/json %v", r.Time, m["time"])
+	}
+	want := map[string]any{"session": r.Session, "device": r.Device, "event": r.Event, "prev": r.Prev}
+	for _, fl := range r.Fields {
+		want[fl.Key] = fl.Value
+	}
+	if len(m) != len(want)+1 {
+		t.Fatalf("%d fields and the time, encoding/json %d: %q", len(want), len(m), line)
+	}
+	for k, v := range want {
+		got := m[k]
+		switch v := v.(type) {
+		case int64:
+			n, err := strconv.ParseInt(string(got.(json.Number)), 10, 64)
+			if err != nil || n != v {
+				t.Fatalf("%s = %d, encoding/json %v", k, v, got)
+			}
+		case []string:
+			list, ok := got.([]any)
+			if !ok || len(list) != len(v) {
+				t.Fatalf("%s = %q, encoding/json %v", k, v, got)
+			}
+			for i := range v {
+				if list[i] != v[i] {
+					t.Fatalf("%s[%d] = %q, encoding/json %q", k, i, v[i], list[i])
+				}
+			}
+		default:
+			if got != v {
+				t.Fatalf("%s = %#v, encoding/json %#v", k, v, got)
+			}
+		}
+	}
 }
 
 // FuzzVerify: verify never panics on any file, names only lines that
@@ -134,6 +141,7 @@ func FuzzChain(f *testing.F) {
 			if err := CheckFields(r); err != nil {
 				t.Fatalf("line %d: %v", i+1, err)
 			}
+			sameAsEncodingJSON(t, line, r)
 			for _, c := range line {
 				if c < 0x20 || c == 0x7f {
 					t.Fatalf("line %d holds the raw byte %#x", i+1, c)
@@ -158,6 +166,43 @@ func FuzzChain(f *testing.F) {
 		bad[pos] = to
 		if rep := verify([]fileData{{"audit.log", bad}}); rep.Intact() {
 			t.Fatalf("changing byte %d from %q to %q went unnoticed:\n%s", pos, data[pos], to, bad)
+		}
+	})
+}
+
+// FuzzAppendString: the encoder's strings are JSON that encoding/json
+// reads back as the string, each invalid byte as U+FFFD; they hold no raw
+// control, DEL or hidden character; and ParseLine reads a line with the
+// string in every place back the same.
+func FuzzAppendString(f *testing.F) {
+	f.Add("plain")
+	f.Add("\x00\n\r\t\"\\\x7f\u0085\u202e\u2028\ufeff\U000E0041\xff\ufffd")
+	f.Fuzz(func(t *testing.T, s string) {
+		q := appendString(nil, s)
+		var got string
+		if err := json.Unmarshal(q, &got); err != nil {
+			t.Fatalf("encoding/json cannot read %q: %v", q, err)
+		}
+		want := make([]rune, 0, len(s))
+		for _, r := range s { // an invalid byte is utf8.RuneError
+			want = append(want, r)
+		}
+		if got != string(want) {
+			t.Fatalf("%q reads back as %q", q, got)
+		}
+		for _, r := range string(q) {
+			if r < 0x20 || r == 0x7f || hidden(r) {
+				t.Fatalf("%q holds the raw %U", q, r)
+			}
+		}
+		line := appendRecord(nil, Record{Time: time.Unix(0, 0), Session: s, Device: s, Event: s,
+			Fields: []Field{{s, s}, {"optionIds", []string{s, s}}}, Prev: GenesisPrev})
+		r, err := ParseLine(line)
+		if err != nil && !strings.Contains(err.Error(), "twice") { // s may be "optionIds"
+			t.Fatalf("the writer's line does not read back: %v\n%q", err, line)
+		}
+		if err == nil {
+			sameAsEncodingJSON(t, line, r)
 		}
 	})
 }

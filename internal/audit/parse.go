@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Record is one line of the log, parsed.
@@ -60,9 +63,28 @@ func (r Record) Result() string {
 // a line that was reformatted, had a CR or a space added, or a key in
 // another case, is named by Verify rather than read some other way. It
 // does not check the event's fields against A3: see CheckFields.
-// FuzzParseLine holds it to encoding/json: what it accepts, encoding/json
-// reads the same, and it never calls valid JSON invalid.
+//
+// It decodes the line with jsontext (a name given twice is refused),
+// encodes the record it holds again as the writer does (appendRecord) and
+// compares the bytes: the canonical form by construction, and at the
+// first byte that differs it says what the writer would have written
+// otherwise. FuzzParseLine holds it to encoding/json: what it accepts,
+// encoding/json reads the same, and it never calls valid JSON invalid.
 func ParseLine(line []byte) (Record, error) {
+	var lr lineReader
+	return lr.parse(line)
+}
+
+// lineReader is ParseLine with its decoder and buffers kept from one line
+// to the next, for a reader of many lines (verify): a fresh decoder a
+// line doubled the cost of verify.
+type lineReader struct {
+	d    jsontext.Decoder
+	in   bytes.Buffer // the decoder reads a bytes.Buffer's bytes in place
+	want []byte       // the writer's form of the last line
+}
+
+func (lr *lineReader) parse(line []byte) (Record, error) {
 	var r Record
 	if len(line) > MaxLineBytes {
 		return r, fmt.Errorf("it is longer than %d bytes", MaxLineBytes)
@@ -70,37 +92,24 @@ func ParseLine(line []byte) (Record, error) {
 	if len(line) < 2 || line[0] != '{' {
 		return r, errors.New("it is not a JSON object on one line")
 	}
-	sc := scanner{b: line, i: 1}
+	// Invalid UTF-8 and lone surrogate escapes become U+FFFD here, which
+	// the writer writes as \ufffd: the comparison below names them.
+	lr.in = *bytes.NewBuffer(line)
+	d := &lr.d
+	d.Reset(&lr.in, jsontext.AllowInvalidUTF8(true))
+	if _, err := d.ReadToken(); err != nil {
+		return r, syntaxError(err)
+	}
 	var have struct{ time, session, device, event, prev bool }
-	seen := make(map[string]bool, 12)
-	n := 0 // keys read
-	sc.space()
-	for first := true; ; first = false {
-		if sc.peek() == '}' && first {
-			sc.i++
-			break
-		}
-		key, err := sc.str()
+	for d.PeekKind() != '}' {
+		tok, err := d.ReadToken()
 		if err != nil {
-			return r, err
+			return r, syntaxError(err)
 		}
-		if seen[key] {
-			return r, fmt.Errorf("it has the field %q twice", key)
-		}
-		seen[key] = true
-		if n < len(headKeys) && key != headKeys[n] || have.prev {
-			sc.noncanon("a field out of Collie's order (time, session, device, event, the event's fields, prev)")
-		}
-		n++
-		sc.space()
-		if sc.peek() != ':' {
-			return r, sc.invalid()
-		}
-		sc.i++
-		sc.space()
-		v, err := sc.value()
+		key := tok.String()
+		v, err := readValue(d)
 		if err != nil {
-			return r, fmt.Errorf("the field %q: %w", key, err)
+			return r, fmt.Errorf("the field %q: %w", key, syntaxError(err))
 		}
 		s, isString := v.(string)
 		switch key {
@@ -130,20 +139,12 @@ func ParseLine(line []byte) (Record, error) {
 		default:
 			r.Fields = append(r.Fields, Field{key, v})
 		}
-		sc.space()
-		c := sc.peek()
-		sc.i++
-		if c == '}' {
-			break
-		}
-		if c != ',' {
-			sc.i--
-			return r, sc.invalid()
-		}
-		sc.space()
 	}
-	sc.space()
-	if sc.i != len(line) {
+	if _, err := d.ReadToken(); err != nil { // '}'
+		return r, syntaxError(err)
+	}
+	end := int(d.InputOffset())
+	if len(bytes.TrimLeft(line[end:], " \t\r\n")) > 0 {
 		return r, errors.New("it has more after its JSON object")
 	}
 	for _, f := range []struct {
@@ -154,293 +155,227 @@ func ParseLine(line []byte) (Record, error) {
 			return r, fmt.Errorf("it has no %q field", f.name)
 		}
 	}
-	if sc.loose != "" {
-		return r, fmt.Errorf("it is not written the way Collie writes a line: %s at byte %d", sc.loose, sc.looseAt+1)
+	lr.want = appendRecord(lr.want[:0], r)
+	if at := firstDiff(line, lr.want); at >= 0 {
+		return r, fmt.Errorf("it is not written the way Collie writes a line: %s at byte %d", noncanonical(line, at), at+1)
 	}
 	r.Hash, r.Raw = hashLine(line), line
 	return r, nil
 }
 
-// headKeys are the keys every line starts with, in this order.
-var headKeys = [...]string{"time", "session", "device", "event"}
-
-// scanner reads the JSON of one line: an object whose values are strings,
-// whole numbers, booleans or lists of strings.
-type scanner struct {
-	b []byte
-	i int
-	// loose is the first thing found that is valid JSON but not what
-	// Collie writes, and looseAt its offset.
-	loose   string
-	looseAt int
-}
-
-// noncanon notes the first thing that is valid JSON but not as Collie
-// writes it.
-func (s *scanner) noncanon(what string) {
-	if s.loose == "" {
-		s.loose, s.looseAt = what, s.i
+// readValue reads a string, a whole number, true or false, or a list of
+// strings.
+func readValue(d *jsontext.Decoder) (any, error) {
+	switch d.PeekKind() {
+	case '"', 't', 'f':
+		tok, err := d.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		if tok.Kind() == '"' {
+			return tok.String(), nil
+		}
+		return tok.Bool(), nil
+	case '0':
+		v, err := d.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s is not a whole number", v)
+		}
+		return n, nil
+	case '[':
+		d.ReadToken()
+		list := []string{}
+		for {
+			switch d.PeekKind() {
+			case ']':
+				d.ReadToken()
+				return list, nil
+			case '"':
+				tok, err := d.ReadToken()
+				if err != nil {
+					return nil, err
+				}
+				list = append(list, tok.String())
+				continue
+			}
+			if _, err := readValue(d); err != nil {
+				return nil, err
+			}
+			return nil, errors.New("its list holds something other than strings")
+		}
+	case 'n':
+		if _, err := d.ReadValue(); err != nil {
+			return nil, err
+		}
+		return nil, errors.New("it is null")
+	case '{':
+		return nil, errors.New("it is an object, which no field is")
 	}
-}
-
-func (s *scanner) peek() byte {
-	if s.i < len(s.b) {
-		return s.b[s.i]
+	_, err := d.ReadToken()
+	if err == nil {
+		err = errors.New("it is not a value")
 	}
-	return 0
-}
-
-// space skips JSON whitespace, which Collie never writes: it notes it.
-func (s *scanner) space() {
-	if s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\r' || s.b[s.i] == '\n') {
-		s.noncanon("whitespace (a space, tab, CR or LF)")
-	}
-	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\r' || s.b[s.i] == '\n') {
-		s.i++
-	}
+	return nil, err
 }
 
 // errNotWhole is the error of a line that ends before its JSON does: a
 // write cut short looks like this.
 var errNotWhole = errors.New("it is not whole JSON")
 
-func (s *scanner) invalid() error {
-	if s.i >= len(s.b) {
-		return errNotWhole
-	}
-	return fmt.Errorf("it is not valid JSON (at byte %d)", s.i+1)
-}
-
-// value reads a string, a whole number, true or false, or a list of
-// strings.
-func (s *scanner) value() (any, error) {
-	switch c := s.peek(); {
-	case c == '"':
-		return s.str()
-	case c == 't' || c == 'f' || c == 'n':
-		for _, lit := range []string{"true", "false", "null"} {
-			if bytes.HasPrefix(s.b[s.i:], []byte(lit)) {
-				s.i += len(lit)
-				if lit == "null" {
-					return nil, errors.New("it is null")
-				}
-				return lit == "true", nil
-			}
-		}
-	case c == '-' || c >= '0' && c <= '9':
-		return s.number()
-	case c == '[':
-		s.i++
-		list := []string{}
-		s.space()
-		if s.peek() == ']' {
-			s.i++
-			return list, nil
-		}
-		for {
-			s.space()
-			if s.peek() != '"' {
-				if _, err := s.value(); err != nil {
-					return nil, err
-				}
-				return nil, errors.New("its list holds something other than strings")
-			}
-			v, err := s.str()
-			if err != nil {
-				return nil, err
-			}
-			list = append(list, v)
-			s.space()
-			c := s.peek()
-			s.i++
-			if c == ']' {
-				return list, nil
-			}
-			if c != ',' {
-				s.i--
-				return nil, s.invalid()
-			}
-		}
-	case c == '{':
-		return nil, errors.New("it is an object, which no field is")
-	}
-	return nil, s.invalid()
-}
-
-// number reads a JSON number, which must be a whole one that fits an
-// int64.
-func (s *scanner) number() (any, error) {
-	start := s.i
-	digits := func() int {
-		n := 0
-		for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-			s.i++
-			n++
-		}
-		return n
-	}
-	if s.peek() == '-' {
-		s.i++
-	}
-	if s.peek() == '0' {
-		s.i++
-	} else if digits() == 0 {
-		return nil, s.invalid()
-	}
-	whole := true
-	if s.peek() == '.' {
-		s.i++
-		if digits() == 0 {
-			return nil, s.invalid()
-		}
-		whole = false
-	}
-	if c := s.peek(); c == 'e' || c == 'E' {
-		s.i++
-		if c := s.peek(); c == '+' || c == '-' {
-			s.i++
-		}
-		if digits() == 0 {
-			return nil, s.invalid()
-		}
-		whole = false
-	}
-	text := string(s.b[start:s.i])
-	n, err := strconv.ParseInt(text, 10, 64)
-	if !whole || err != nil {
-		return nil, fmt.Errorf("%s is not a whole number", text)
-	}
-	if text != strconv.FormatInt(n, 10) {
-		end := s.i
-		s.i = start
-		s.noncanon("a number not in its plain form")
-		s.i = end
-	}
-	return n, nil
-}
-
-// str reads a JSON string as encoding/json does (invalid UTF-8 and lone
-// surrogates become U+FFFD), and notes anything appendString would have
-// written otherwise: a raw DEL, invisible, direction or C1 character or
-// invalid UTF-8, and an escape other than the ones it writes (\" \\ \n
-// \r \t, and lower-case \u escapes of exactly the characters it escapes
-// and of U+FFFD).
-func (s *scanner) str() (string, error) {
-	if s.peek() != '"' {
-		return "", s.invalid()
-	}
-	s.i++
-	start := s.i
-	for s.i < len(s.b) { // the common case: printable ASCII, no escapes
-		c := s.b[s.i]
-		if c == '"' {
-			s.i++
-			return string(s.b[start : s.i-1]), nil
-		}
-		if c == '\\' || c < 0x20 || c >= 0x7f {
-			break
-		}
-		s.i++
-	}
-	out := append([]byte(nil), s.b[start:s.i]...)
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			s.i++
-			return string(out), nil
-		case c < 0x20:
-			return "", s.invalid()
-		case c == '\\':
-			s.i++
-			switch e := s.peek(); e {
-			case '"', '\\':
-				out = append(out, e)
-			case '/', 'b', 'f':
-				s.noncanon(`an escape Collie does not write (\/, \b or \f)`)
-				out = append(out, map[byte]byte{'/': '/', 'b': '\b', 'f': '\f'}[e])
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'u':
-				r, ok := s.hex4(s.i + 1)
-				if !ok {
-					return "", s.invalid()
-				}
-				at := s.i
-				s.i += 4
-				if utf16.IsSurrogate(r) {
-					if r2, ok := s.hex4(s.i + 3); ok && s.b[s.i+1] == '\\' && s.b[s.i+2] == 'u' {
-						if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
-							r = d
-							s.i += 6
-						} else {
-							r = utf8.RuneError
-						}
-					} else {
-						r = utf8.RuneError
-					}
-					if r == utf8.RuneError {
-						s.i = at
-						s.noncanon("a lone surrogate escape")
-						s.i = at + 4
-					}
-				}
-				if !escaped(r) || bytes.ContainsAny(s.b[at+1:s.i+1], "ABCDEF") {
-					i := s.i
-					s.i = at
-					s.noncanon(`a \u escape Collie does not write`)
-					s.i = i
-				}
-				out = utf8.AppendRune(out, r)
-			default:
-				return "", s.invalid()
-			}
-			s.i++
-		case c < utf8.RuneSelf:
-			if c == 0x7f {
-				s.noncanon("a raw DEL character")
-			}
-			out = append(out, c)
-			s.i++
-		default:
-			r, size := utf8.DecodeRune(s.b[s.i:])
-			switch {
-			case r == utf8.RuneError && size == 1:
-				s.noncanon("invalid UTF-8")
-			case hidden(r):
-				s.noncanon(fmt.Sprintf("a raw %U character, which Collie escapes", r))
-			}
-			out = utf8.AppendRune(out, r) // an invalid byte becomes U+FFFD
-			s.i += size
-		}
-	}
-	return "", s.invalid()
-}
-
-// escaped reports whether appendString writes r as a \u escape: C0
-// controls but \n, \r and \t, DEL, the hidden characters, and U+FFFD,
-// which it writes for invalid UTF-8.
-func escaped(r rune) bool {
+// syntaxError words an error of the decoder.
+func syntaxError(err error) error {
+	var se *jsontext.SyntacticError
 	switch {
-	case r < 0x20:
-		return r != '\n' && r != '\r' && r != '\t'
-	case r == 0x7f, r == utf8.RuneError:
-		return true
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return errNotWhole
+	case errors.Is(err, jsontext.ErrDuplicateName) && errors.As(err, &se):
+		return fmt.Errorf("it has the field %q twice", se.JSONPointer.LastToken())
+	case errors.As(err, &se):
+		return fmt.Errorf("it is not valid JSON (at byte %d)", se.ByteOffset+1)
 	}
-	return hidden(r)
+	return err
 }
 
-// hex4 reads the four hex digits at b[at:].
-func (s *scanner) hex4(at int) (rune, bool) {
-	if at+4 > len(s.b) {
-		return 0, false
+// appendRecord is r as the writer writes it: time, session, device,
+// event, the fields in their order, prev.
+func appendRecord(b []byte, r Record) []byte {
+	b = append(b, `{"time":"`...)
+	b = r.Time.UTC().AppendFormat(b, timeLayout)
+	b = append(b, `","session":`...)
+	b = appendString(b, r.Session)
+	b = append(b, `,"device":`...)
+	b = appendString(b, r.Device)
+	b = append(b, `,"event":`...)
+	b = appendString(b, r.Event)
+	for _, f := range r.Fields {
+		b = append(b, ',')
+		b = appendString(b, f.Key)
+		b = append(b, ':')
+		switch v := f.Value.(type) {
+		case string:
+			b = appendString(b, v)
+		case int64:
+			b = strconv.AppendInt(b, v, 10)
+		case bool:
+			b = strconv.AppendBool(b, v)
+		case []string:
+			b = append(b, '[')
+			for i, s := range v {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = appendString(b, s)
+			}
+			b = append(b, ']')
+		}
 	}
-	n, err := strconv.ParseUint(string(s.b[at:at+4]), 16, 16)
-	return rune(n), err == nil
+	b = append(b, `,"prev":"`...)
+	b = append(b, r.Prev...)
+	return append(b, '"', '}')
+}
+
+// firstDiff is the offset of the first byte where line is not want, the
+// writer's form of what it holds, or -1 when they are the same. The one
+// thing read two ways is U+FFFD: the writer writes a real one as it is
+// and invalid UTF-8 as \ufffd, and both read back as U+FFFD.
+func firstDiff(line, want []byte) int {
+	i, j := 0, 0
+	for i < len(line) && j < len(want) {
+		switch {
+		case line[i] == want[j]:
+			i, j = i+1, j+1
+		case bytes.HasPrefix(line[i:], []byte(`\ufffd`)) && bytes.HasPrefix(want[j:], []byte("\ufffd")):
+			i, j = i+len(`\ufffd`), j+len("\ufffd")
+		default:
+			return runeStart(i, j, want)
+		}
+	}
+	if i == len(line) && j == len(want) {
+		return -1
+	}
+	return runeStart(i, j, want)
+}
+
+// runeStart moves a difference found at line[i], want[j] back to the start
+// of want's character there: the line may share the first bytes of it
+// and then hold invalid UTF-8.
+func runeStart(i, j int, want []byte) int {
+	for j > 0 && j < len(want) && !utf8.RuneStart(want[j]) {
+		i, j = i-1, j-1
+	}
+	return i
+}
+
+// noncanonical says what, at line[at], the writer would have written
+// otherwise. Up to at the line is the writer's, so its JSON there is read
+// the same way in both.
+func noncanonical(line []byte, at int) string {
+	inString := false
+	for i := 0; i < at; i++ {
+		switch c := line[i]; {
+		case c == '"':
+			inString = !inString
+		case inString && c == '\\':
+			n := 2
+			if line[i+1] == 'u' {
+				n = 6
+			}
+			if at < i+n {
+				return escapeProblem(line[i:])
+			}
+			i += n - 1
+		}
+	}
+	if at >= len(line) {
+		return orderProblem
+	}
+	if !inString {
+		switch line[at] {
+		case ' ', '\t', '\r', '\n':
+			return "whitespace (a space, tab, CR or LF)"
+		case '-':
+			return "a number not in its plain form"
+		}
+		return orderProblem
+	}
+	switch r, size := utf8.DecodeRune(line[at:]); {
+	case line[at] == '\\':
+		return escapeProblem(line[at:])
+	case r == 0x7f:
+		return "a raw DEL character"
+	case r == utf8.RuneError && size == 1:
+		return "invalid UTF-8"
+	case hidden(r):
+		return fmt.Sprintf("a raw %U character, which Collie escapes", r)
+	}
+	return orderProblem
+}
+
+const orderProblem = "a field out of Collie's order (time, session, device, event, the event's fields, prev)"
+
+// escapeProblem names an escape, esc[0] == '\\', that the writer would
+// not have written.
+func escapeProblem(esc []byte) string {
+	if esc[1] != 'u' {
+		return `an escape Collie does not write (\/, \b or \f)`
+	}
+	if r := hex4(esc[2:]); utf16.IsSurrogate(r) {
+		if len(esc) < 12 || esc[6] != '\\' || esc[7] != 'u' || utf16.DecodeRune(r, hex4(esc[8:])) == utf8.RuneError {
+			return "a lone surrogate escape"
+		}
+	}
+	return `a \u escape Collie does not write`
+}
+
+// hex4 is the rune of the four hex digits that b starts with, which the
+// decoder has checked.
+func hex4(b []byte) rune {
+	n, _ := strconv.ParseUint(string(b[:4]), 16, 16)
+	return rune(n)
 }
 
 func isHash(s string) bool {

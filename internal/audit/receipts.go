@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/collie-linux/collie/internal/jsonstrict"
 )
 
 // Receipt is what a device can fetch later to prove what it did (A6): one
@@ -28,10 +30,6 @@ type Receipt struct {
 // request: there was none, or the retention removed it.
 var ErrNoReceipt = errors.New("no receipt is kept for that request")
 
-// receiptKeys are the keys of a line of receipts.jsonl, in the order
-// encodeReceipt writes them.
-var receiptKeys = [...]string{"id", "time", "device", "session", "event", "requestId", "result"}
-
 func encodeReceipt(b []byte, r Receipt) []byte {
 	e := encoder{b: append(b, '{')}
 	e.key("id")
@@ -48,47 +46,35 @@ func encodeReceipt(b []byte, r Receipt) []byte {
 }
 
 // parseReceipt reads a line of receipts.jsonl only as encodeReceipt
-// writes it: exactly its keys, in its order, each a string, with the
-// line scanner's rules (no other case, no whitespace, Collie's escapes).
+// writes it: decoded with jsonstrict (exactly its keys, in their case,
+// each once, each a string), then encoded again and compared byte for
+// byte, so its order, its escapes and no whitespace are as written.
 func parseReceipt(line []byte) (Receipt, error) {
-	if len(line) < 2 || line[0] != '{' {
-		return Receipt{}, errors.New("it is not a JSON object on one line")
+	var v struct {
+		ID        string `json:"id"`
+		Time      string `json:"time"`
+		Device    string `json:"device"`
+		Session   string `json:"session"`
+		Event     string `json:"event"`
+		RequestID string `json:"requestId"`
+		Result    string `json:"result"`
 	}
-	sc := scanner{b: line, i: 1}
-	var v [len(receiptKeys)]string
-	for n, want := range receiptKeys {
-		if n > 0 {
-			if sc.peek() != ',' {
-				return Receipt{}, fmt.Errorf("it lacks the field %q", want)
-			}
-			sc.i++
-		}
-		key, err := sc.str()
-		if err != nil {
-			return Receipt{}, err
-		}
-		if key != want || sc.peek() != ':' {
-			return Receipt{}, fmt.Errorf("it has %q where %q belongs", key, want)
-		}
-		sc.i++
-		if v[n], err = sc.str(); err != nil {
-			return Receipt{}, fmt.Errorf("the field %q: %w", want, err)
-		}
+	if err := jsonstrict.Unmarshal(line, &v); err != nil {
+		return Receipt{}, err
 	}
-	if sc.peek() != '}' || sc.i+1 != len(line) {
-		return Receipt{}, errors.New("it has more than a receipt's fields")
+	t, err := time.Parse(timeLayout, v.Time)
+	if err != nil || t.Format(timeLayout) != v.Time {
+		return Receipt{}, fmt.Errorf("the time %s is not RFC 3339 in UTC to the millisecond", jsonstrict.Quote(v.Time))
 	}
-	if sc.loose != "" {
-		return Receipt{}, fmt.Errorf("it is not written the way Collie writes a receipt: %s at byte %d", sc.loose, sc.looseAt+1)
-	}
-	t, err := time.Parse(timeLayout, v[1])
-	if err != nil || t.Format(timeLayout) != v[1] {
-		return Receipt{}, fmt.Errorf("the time %q is not RFC 3339 in UTC to the millisecond", v[1])
-	}
-	if !isHash(v[0]) {
+	if !isHash(v.ID) {
 		return Receipt{}, errors.New("the id is not a hex SHA-256")
 	}
-	return Receipt{ID: v[0], Time: t, Device: v[2], Session: v[3], Event: v[4], RequestID: v[5], Result: v[6]}, nil
+	r := Receipt{ID: v.ID, Time: t, Device: v.Device, Session: v.Session, Event: v.Event, RequestID: v.RequestID, Result: v.Result}
+	want := encodeReceipt(make([]byte, 0, len(line)+1), r)
+	if at := firstDiff(line, want[:len(want)-1]); at >= 0 {
+		return Receipt{}, fmt.Errorf("it is not written the way Collie writes a receipt: %s at byte %d", noncanonical(line, at), at+1)
+	}
+	return r, nil
 }
 
 // receipts is receipts.jsonl: one receipt a line, oldest first, appended

@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,6 +44,43 @@ func TestParseLineStrict(t *testing.T) {
 			_, err := ParseLine([]byte(line))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("ParseLine(%q) = %v, want ...%s...", line, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestParseLineForms: the reader takes both forms the writer gives
+// U+FFFD (a real one raw, invalid UTF-8 as \ufffd), names invalid UTF-8
+// even where it starts like the U+FFFD the decoder reads it as, and calls
+// a line that ends inside a value, a literal or a list included, cut
+// short (errNotWhole), which Verify treats as a torn write at the end
+// (A1; issue 10 item 6).
+func TestParseLineForms(t *testing.T) {
+	good := `{"time":"2026-12-01T10:00:00.000Z","session":"desk","device":"d","event":"send","requestId":"r","turn":"c","steer":true,"preview":"t","result":"ok","prev":"` + GenesisPrev + `"}`
+	for _, tc := range []struct{ name, from, to, want string }{
+		{"fffd_raw", `"preview":"t"`, "\"preview\":\"t\ufffd\"", ""},
+		{"fffd_escaped", `"preview":"t"`, `"preview":"t\ufffd"`, ""},
+		{"fffd_upper", `"preview":"t"`, `"preview":"t\uFFFD"`, `a \u escape Collie does not write`},
+		{"invalid_utf8_fffd_lead", `"preview":"t"`, "\"preview\":\"t\xef\xbf\"", "invalid UTF-8 at byte 133"},
+		{"invalid_utf8_lead", `"preview":"t"`, "\"preview\":\"t\xef\"", "invalid UTF-8 at byte 133"},
+		{"cut_in_literal", `true,"preview":"t","result":"ok","prev":"` + GenesisPrev + `"}`, "tr", errNotWhole.Error()},
+		{"cut_in_list", `"steer":true,"preview":"t","result":"ok","prev":"` + GenesisPrev + `"}`, `"x":["a",`, errNotWhole.Error()},
+		{"cut_in_key", `"steer":true,"preview":"t","result":"ok","prev":"` + GenesisPrev + `"}`, `"ste`, errNotWhole.Error()},
+		{"minus_zero", `"steer":true`, `"count":-0`, "a number not in its plain form at byte 116"},
+	} {
+		t.Run("A1_"+tc.name, func(t *testing.T) {
+			line := strings.Replace(good, tc.from, tc.to, 1)
+			if line == good {
+				t.Fatal("the case changes nothing")
+			}
+			_, err := ParseLine([]byte(line))
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("ParseLine(%q) = %v, want it read", line, err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("ParseLine(%q) = %v, want ...%s...", line, err, tc.want)
+			case tc.want == errNotWhole.Error() && !errors.Is(err, errNotWhole):
+				t.Errorf("ParseLine(%q) = %v, not errNotWhole", line, err)
 			}
 		})
 	}
@@ -104,7 +142,7 @@ func FuzzParseReceipt(f *testing.F) {
 			return
 		}
 		var m map[string]string
-		if err := json.Unmarshal(line, &m); err != nil || len(m) != len(receiptKeys) {
+		if err := json.Unmarshal(line, &m); err != nil || len(m) != 7 /* id, time, device, session, event, requestId, result */ {
 			t.Fatalf("parseReceipt accepted %q; encoding/json: %v, %d keys", line, err, len(m))
 		}
 		if m["id"] != r.ID || m["device"] != r.Device || m["session"] != r.Session || m["event"] != r.Event || m["requestId"] != r.RequestID || m["result"] != r.Result {

@@ -109,13 +109,14 @@ func verify(files []fileData) Report {
 	var rep Report
 	var entries []entry
 	index := map[string]int{} // record hash → index in entries
+	var lr lineReader
 	for fi, f := range files {
 		rep.Files = append(rep.Files, f.path)
 		lines := splitLines(f.data)
 		unterminated := !bytes.HasSuffix(f.data, []byte{'\n'})
 		for n, raw := range lines {
 			e := entry{file: fi, line: n + 1, noNewline: unterminated && n == len(lines)-1}
-			e.rec, e.err = ParseLine(raw)
+			e.rec, e.err = lr.parse(raw)
 			if e.err != nil {
 				e.torn = e.noNewline && cutShort(raw, e.err)
 			} else if _, dup := index[e.rec.Hash]; !dup {
