@@ -47,8 +47,10 @@ func cmdAudit(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(files) == 0 {
-		fmt.Fprintf(e.stderr, "collie: no audit log at %s yet; the daemon writes a line there for each write from a paired device\n", filepath.Join(paths.State, audit.LogName))
+	if len(files) == 0 { // not an error: exit 0, a note on stdout (no line with --json)
+		if !*asJSON {
+			fmt.Fprintf(e.stdout, "no audit log at %s yet; the daemon writes a line there for each write from a paired device\n", filepath.Join(paths.State, audit.LogName))
+		}
 		return nil
 	}
 	var recs []audit.Record
@@ -77,7 +79,7 @@ func cmdAudit(ctx context.Context, e *env, args []string) error {
 		return nil
 	}
 	if len(recs) == 0 {
-		fmt.Fprintln(e.stderr, "collie: no audit lines match")
+		fmt.Fprintln(e.stdout, "no audit lines match")
 		return nil
 	}
 	printAudit(e.stdout, recs)
@@ -204,6 +206,9 @@ func cmdAuditVerify(ctx context.Context, e *env, args []string) error {
 		if out.Problems == nil {
 			out.Problems = []audit.Problem{}
 		}
+		if out.Files == nil {
+			out.Files = []string{}
+		}
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(out); err != nil {
@@ -212,8 +217,8 @@ func cmdAuditVerify(ctx context.Context, e *env, args []string) error {
 	} else {
 		printAuditReport(e.stdout, rep, where, journalNote)
 	}
-	if len(rep.Files) == 0 && where != "" {
-		fmt.Fprintf(e.stderr, "collie: no audit log at %s yet; nothing to verify\n", filepath.Join(where, audit.LogName))
+	if len(rep.Files) == 0 && where != "" && !*asJSON && rep.Intact() { // no log and no anchor says one was there: exit 0
+		fmt.Fprintf(e.stdout, "no audit log at %s yet; nothing to verify\n", filepath.Join(where, audit.LogName))
 	}
 	if !rep.Intact() {
 		first := rep.Problems[0]
