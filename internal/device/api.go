@@ -19,7 +19,9 @@ import (
 
 // Backend is what the device API needs from the bridge.
 type Backend interface {
-	// View is what the bridge holds, after cleaning.
+	// View is what the bridge holds, after cleaning. A snapshot it
+	// returns is never changed afterwards: new content is a new Snapshot
+	// (the device API knows an agent did not change by its pointer).
 	View() []view.Agent
 	// Forward sends a write to the named agent. Only the device API calls
 	// it: nothing in the bridge answers on behalf of an agent, a hook or
@@ -73,6 +75,7 @@ type API struct {
 	srcWrite *limiter // per source: writes
 	srcPair  *limiter // per source: pairing attempts
 	refusals *refusals
+	outlook  *tracker // what devices read, with revisions (reads.go)
 
 	// beforeStream, when set (tests), runs after an event stream's request
 	// arrived and before it is registered: where a revoke used to slip in.
@@ -101,6 +104,7 @@ func NewAPI(o Options) *API {
 		srcPair:  newLimiter(0.2, 5, o.Now),
 	}
 	a.refusals = newRefusals(RefusalWindow, a.record)
+	a.outlook = newTracker(o.Backend.View, epoch())
 	return a
 }
 
@@ -144,6 +148,8 @@ func (a *API) routes() *router {
 	rt.read("GET /api/v1/whoami", a.authed(a.whoami))
 	rt.read("GET /api/v1/state", a.authed(a.state))
 	rt.read("GET /api/v1/events", http.HandlerFunc(a.events))
+	rt.read("GET /api/v1/agents/{agent}", a.authed(a.agentRead))
+	rt.read("GET /api/v1/agents/{agent}/conversations/{id}", a.authed(a.conversationRead))
 	rt.read("GET /api/v1/receipts", a.authed(a.receipts))
 	// The protocol's writes, one route each, from its registry.
 	for _, wr := range wire.Writes() {
@@ -261,54 +267,6 @@ func (a *API) receipts(w http.ResponseWriter, r *http.Request) {
 		list = []audit.Receipt{}
 	}
 	replyRead(w, r, list)
-}
-
-// State is the reply to GET /api/v1/state.
-type State struct {
-	Agents []view.Agent `json:"agents"`
-}
-
-func (a *API) state(w http.ResponseWriter, r *http.Request) {
-	replyRead(w, r, State{Agents: a.o.Backend.View()})
-}
-
-// events is the change feed: server-sent events, one "change" event each
-// time the bridge's state changes, so a device learns of it at once and
-// then reads /api/v1/state.
-func (a *API) events(w http.ResponseWriter, r *http.Request) {
-	fl, ok := w.(http.Flusher)
-	if !ok {
-		apiError(w, http.StatusInternalServerError, "internal", "streaming is not supported here")
-		return
-	}
-	if a.beforeStream != nil {
-		a.beforeStream()
-	}
-	_, s, ctx, done, ok := a.feed.enter(r.Context(), credential(r), true)
-	if !ok {
-		notPaired(w)
-		return
-	}
-	defer done()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, "event: change\ndata: {}\n\n")
-	fl.Flush()
-	keep := time.NewTicker(25 * time.Second)
-	defer keep.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.notify:
-			fmt.Fprint(w, "event: change\ndata: {}\n\n")
-		case <-keep.C:
-			fmt.Fprint(w, ": keep-alive\n\n")
-		}
-		fl.Flush()
-	}
 }
 
 // AnswerRequest is a device's answer: the agent's answer request and, for

@@ -449,6 +449,11 @@ func TestFeedAndRevoke(t *testing.T) {
 		}
 	}
 	expect("event: change")
+	// A change of what the device shows is told; a notice that changed
+	// nothing is not (issue 11).
+	f.back.mu.Lock()
+	f.back.view = demoView(2)
+	f.back.mu.Unlock()
 	f.api.Changed()
 	expect("event: change")
 	f.back.mu.Lock()
