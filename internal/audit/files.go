@@ -172,9 +172,10 @@ func Read(dir string, fn func(Record), skip func(Problem)) error {
 }
 
 func readData(files []fileData, fn func(Record), skip func(Problem)) {
+	var lr lineReader
 	for _, f := range files {
 		for n, raw := range splitLines(f.data) {
-			r, err := ParseLine(raw)
+			r, err := lr.parse(raw)
 			if err != nil {
 				if skip != nil {
 					skip(Problem{f.path, n + 1, "this is not an audit record: " + err.Error()})

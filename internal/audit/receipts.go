@@ -370,8 +370,9 @@ scan:
 	}
 	cutoff := now.Add(-l.opts.Retention.MaxAge)
 	added := 0
+	var lr lineReader
 	for i := len(after) - 1; i >= 0; i-- {
-		r, err := ParseLine(after[i])
+		r, err := lr.parse(after[i])
 		if err != nil {
 			continue
 		}
