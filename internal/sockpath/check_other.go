@@ -24,3 +24,11 @@ func Check(path string, uid int) error { return errNoOwner(path) }
 func Dial(ctx context.Context, path string, uid int) (*net.UnixConn, error) {
 	return nil, errNoOwner(path)
 }
+
+// Identify refuses for the same reason.
+func Identify(path string, uid int) (ID, error) { return ID{}, errNoOwner(path) }
+
+// DialID refuses for the same reason.
+func DialID(ctx context.Context, path string, uid int) (*net.UnixConn, ID, error) {
+	return nil, ID{}, errNoOwner(path)
+}

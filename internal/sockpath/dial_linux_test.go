@@ -88,7 +88,7 @@ func TestDialSwapBetweenWalkAndConnect(t *testing.T) {
 				link(t, filepath.Join(r, "e", strings.TrimPrefix(tt.swap, "a")), p)
 			}
 
-			c, err := dial(context.Background(), filepath.Join(r, "a/d/s"), os.Getuid(), hook)
+			c, _, err := dial(context.Background(), filepath.Join(r, "a/d/s"), os.Getuid(), hook)
 
 			if !swapped {
 				t.Fatalf("the walk never reached %s", at)

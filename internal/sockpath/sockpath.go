@@ -48,3 +48,13 @@ func (e *Error) Error() string { return e.Reason }
 
 // Unwrap returns the system error behind e, if any.
 func (e *Error) Unwrap() error { return e.Err }
+
+// ID identifies the socket file a walk ended at: its device, inode and
+// change time. A kept connection is to the socket of one ID; a walk that
+// passes but ends at another ID (a socket replaced by another at the same
+// path, even one that reuses the inode number: a new or renamed file has
+// a new change time) means the kept connection is to the wrong socket.
+type ID struct {
+	Dev, Ino uint64
+	Ctime    int64 // nanoseconds since the epoch
+}

@@ -29,12 +29,20 @@ const openFlags = unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC
 // To connect, use Dial: it runs the same walk and connects to exactly what
 // the walk checked.
 func Check(path string, uid int) error {
-	fd, err := walk(path, uid, nil)
+	_, err := Identify(path, uid)
+	return err
+}
+
+// Identify walks path as Check does and returns the ID of the socket it
+// ends at: a kept connection made by DialID may carry one more request
+// only when the walk before it passes and ends at the connection's ID.
+func Identify(path string, uid int) (ID, error) {
+	fd, id, err := walk(path, uid, nil)
 	if err != nil {
-		return err
+		return ID{}, err
 	}
 	unix.Close(fd)
-	return nil
+	return id, nil
 }
 
 // Dial walks path as Check does and, when every part passes, connects to
@@ -43,26 +51,32 @@ func Check(path string, uid int) error {
 // Its errors are *Error, for the walk and for the connection (nothing
 // listening is NoSocket, as T4 asks).
 func Dial(ctx context.Context, path string, uid int) (*net.UnixConn, error) {
+	c, _, err := dial(ctx, path, uid, nil)
+	return c, err
+}
+
+// DialID is Dial that also returns the ID of the socket it connected to.
+func DialID(ctx context.Context, path string, uid int) (*net.UnixConn, ID, error) {
 	return dial(ctx, path, uid, nil)
 }
 
 // dial is Dial with a hook that runs after each part of the path passes,
 // with that part: the tests swap parts there.
-func dial(ctx context.Context, path string, uid int, passed func(part string)) (*net.UnixConn, error) {
-	fd, err := walk(path, uid, passed)
+func dial(ctx context.Context, path string, uid int, passed func(part string)) (*net.UnixConn, ID, error) {
+	fd, id, err := walk(path, uid, passed)
 	if err != nil {
-		return nil, err
+		return nil, ID{}, err
 	}
 	defer unix.Close(fd)
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", "/proc/self/fd/"+strconv.Itoa(fd))
 	if err != nil {
 		if e := connectError(path, err); !e.NoSocket || !procMissing() {
-			return nil, e
+			return nil, ID{}, e
 		}
-		return nil, &Error{Path: path, Reason: "cannot connect to " + path + ": /proc is not mounted, and the bridge connects through /proc/self/fd to the very socket it checked; mount procfs at /proc", Connect: true, Err: err}
+		return nil, ID{}, &Error{Path: path, Reason: "cannot connect to " + path + ": /proc is not mounted, and the bridge connects through /proc/self/fd to the very socket it checked; mount procfs at /proc", Connect: true, Err: err}
 	}
-	return c.(*net.UnixConn), nil
+	return c.(*net.UnixConn), id, nil
 }
 
 // procMissing reports whether /proc/self/fd cannot be seen.
@@ -72,9 +86,18 @@ func procMissing() bool {
 }
 
 // walk checks path part by part from "/" and returns an O_PATH descriptor
-// of the socket, which the caller closes. passed, when not nil, runs after
-// each part passes.
-func walk(path string, uid int, passed func(part string)) (int, error) {
+// of the socket, which the caller closes, and the socket's ID. passed,
+// when not nil, runs after each part passes.
+func walk(path string, uid int, passed func(part string)) (int, ID, error) {
+	var st unix.Stat_t
+	fd, err := walkStat(path, uid, passed, &st)
+	if err != nil {
+		return -1, ID{}, err
+	}
+	return fd, ID{Dev: st.Dev, Ino: st.Ino, Ctime: st.Ctim.Nano()}, nil
+}
+
+func walkStat(path string, uid int, passed func(part string), st *unix.Stat_t) (int, error) {
 	if err := CheckForm(path); err != nil {
 		return -1, err
 	}
@@ -90,7 +113,6 @@ func walk(path string, uid int, passed func(part string)) (int, error) {
 	// Visit "/", then each prefix of path that ends before a "/", then path
 	// itself. A clean absolute path has no empty, "." or ".." component, so
 	// each step goes one folder down from the one held.
-	var st unix.Stat_t
 	start := 1
 	for i := 0; i <= len(path); i++ {
 		if i < len(path) && path[i] != '/' {
@@ -107,11 +129,11 @@ func walk(path string, uid int, passed func(part string)) (int, error) {
 			}
 			fd, start = next, i+1
 		}
-		if err := fstat(fd, &st); err != nil {
+		if err := fstat(fd, st); err != nil {
 			unix.Close(fd)
 			return -1, statError(path, part, err)
 		}
-		if e := judge(path, folder, part, &st, uid); e != nil {
+		if e := judge(path, folder, part, st, uid); e != nil {
 			unix.Close(fd)
 			return -1, e
 		}

@@ -17,32 +17,46 @@ import (
 // reports whether the bridge may connect to the Unix socket at path as user
 // uid (T2, T3). nil means private; any other result is an *Error. A path
 // not in the form of CheckForm is refused before the walk.
-func Check(path string, uid int) error { return walk(path, uid, nil) }
+func Check(path string, uid int) error {
+	_, err := walk(path, uid, nil)
+	return err
+}
+
+// Identify walks path as Check does and returns the ID of the socket it
+// ends at.
+func Identify(path string, uid int) (ID, error) { return walk(path, uid, nil) }
 
 // Dial walks path as Check does and, when every part passes, connects to
 // the same path. Its errors are *Error.
 func Dial(ctx context.Context, path string, uid int) (*net.UnixConn, error) {
+	c, _, err := dial(ctx, path, uid, nil)
+	return c, err
+}
+
+// DialID is Dial that also returns the ID of the socket the walk ended at.
+func DialID(ctx context.Context, path string, uid int) (*net.UnixConn, ID, error) {
 	return dial(ctx, path, uid, nil)
 }
 
-func dial(ctx context.Context, path string, uid int, passed func(part string)) (*net.UnixConn, error) {
-	if err := walk(path, uid, passed); err != nil {
-		return nil, err
+func dial(ctx context.Context, path string, uid int, passed func(part string)) (*net.UnixConn, ID, error) {
+	id, err := walk(path, uid, passed)
+	if err != nil {
+		return nil, ID{}, err
 	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
-		return nil, connectError(path, err)
+		return nil, ID{}, connectError(path, err)
 	}
-	return c.(*net.UnixConn), nil
+	return c.(*net.UnixConn), id, nil
 }
 
-func walk(path string, uid int, passed func(part string)) error {
+func walk(path string, uid int, passed func(part string)) (ID, error) {
 	if err := CheckForm(path); err != nil {
-		return err
+		return ID{}, err
 	}
 	if path == "/" {
-		return &Error{Path: path, Reason: "the path is not a socket"}
+		return ID{}, &Error{Path: path, Reason: "the path is not a socket"}
 	}
 	folder := folderOf(path)
 	var st unix.Stat_t
@@ -55,16 +69,17 @@ func walk(path string, uid int, passed func(part string)) error {
 			part = "/"
 		}
 		if err := lstat(part, &st); err != nil {
-			return statError(path, part, err)
+			return ID{}, statError(path, part, err)
 		}
 		if e := judge(path, folder, part, &st, uid); e != nil {
-			return e
+			return ID{}, e
 		}
 		if passed != nil {
 			passed(part)
 		}
 	}
-	return nil
+	sec, nsec := st.Ctim.Unix()
+	return ID{Dev: uint64(st.Dev), Ino: uint64(st.Ino), Ctime: sec*1e9 + nsec}, nil
 }
 
 func lstat(path string, st *unix.Stat_t) error {

@@ -1,7 +1,9 @@
 // Package upstream is the bridge's side of the durable-agent protocol: it
 // reads hello and snapshot from an agent over a private Unix socket (walked
-// before every connection, T2, and its listener's uid checked, L3) or over
-// HTTPS with a bearer token (K1–K7).
+// before every request, T2, over a kept-alive connection whose listener's
+// uid was checked when it was made, L3) or over HTTPS with a bearer token
+// (K1–K7). A snapshot read may wait at the agent for a change (issue 11,
+// see [Waiter]).
 package upstream
 
 import (
@@ -11,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/collie-linux/collie/internal/wire"
 )
@@ -36,12 +39,17 @@ func (e *Unreachable) Unwrap() error { return e.Err }
 // ReasonTokenRefused is shown for an agent that answered 401 (K6).
 const ReasonTokenRefused = "the agent refused the token"
 
-// Read is the outcome of one snapshot poll.
+// Read is the outcome of one snapshot read.
 type Read struct {
 	Snapshot    *wire.Snapshot // nil when NotModified
 	Report      wire.Report
 	ETag        string
 	NotModified bool
+	// Waited says the agent honoured a waiting read (see Waiter): it
+	// marked its answer, and a 304 came no sooner than the wait it named.
+	// False for a read without a wait, and for an agent that does not know
+	// waiting reads: poll that one at the seed's cadence (K8).
+	Waited bool
 }
 
 // reader speaks the protocol over any HTTP client; the transports differ
@@ -50,10 +58,14 @@ type reader struct {
 	base  string // URL the paths are joined to, without a trailing slash
 	hc    *http.Client
 	token string // sent as a bearer token when set; never logged
+	// timeout bounds a request beyond its wait: until the reply's headers
+	// (socket), or to the end of its body too when whole is set (HTTPS, K2).
+	timeout time.Duration
+	whole   bool
 }
 
 func (r *reader) hello(ctx context.Context) (*wire.Hello, error) {
-	resp, err := r.get(ctx, wire.HelloPath, "")
+	resp, err := r.get(ctx, wire.HelloPath, "", 0)
 	if err != nil {
 		return nil, err
 	}
@@ -64,33 +76,10 @@ func (r *reader) hello(ctx context.Context) (*wire.Hello, error) {
 	return wire.DecodeHello(resp.Body, resp.ContentLength)
 }
 
-func (r *reader) snapshot(ctx context.Context, etag string) (Read, error) {
-	resp, err := r.get(ctx, wire.SnapshotPath, etag)
-	if err != nil {
-		return Read{}, err
-	}
-	defer resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusNotModified:
-		return Read{ETag: etag, NotModified: true}, nil
-	case http.StatusOK:
-	default:
-		return Read{}, statusError(resp)
-	}
-	snap, rep, err := wire.DecodeSnapshot(resp.Body, resp.ContentLength)
-	if err != nil {
-		return Read{}, err
-	}
-	tag := resp.Header.Get("ETag")
-	if !validETag(tag) {
-		tag = "" // never echoed: the next read asks for the whole state
-	}
-	return Read{Snapshot: snap, Report: rep, ETag: tag}, nil
-}
-
-// get sends a read: a GET with no body, the protocol version, the last ETag
-// and the token when there is one (K7).
-func (r *reader) get(ctx context.Context, path, etag string) (*http.Response, error) {
+// get sends a read: a GET with no body, the protocol version, the last
+// ETag, the wait in seconds when there is one, and the token when there is
+// one (K7).
+func (r *reader) get(ctx context.Context, path, etag string, wait int) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+path, nil)
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
@@ -99,10 +88,13 @@ func (r *reader) get(ctx context.Context, path, etag string) (*http.Response, er
 	if etag != "" {
 		req.Header.Set("If-None-Match", etag)
 	}
+	if wait > 0 {
+		req.Header.Set(wire.WaitHeader, strconv.Itoa(wait))
+	}
 	if r.token != "" {
 		req.Header.Set("Authorization", "Bearer "+r.token)
 	}
-	resp, err := r.hc.Do(req)
+	resp, err := r.do(req, time.Duration(wait)*time.Second)
 	if err != nil {
 		var u *Unreachable
 		if errors.As(err, &u) {

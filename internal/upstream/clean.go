@@ -144,13 +144,6 @@ func (r *reader) Hello(ctx context.Context) (*wire.Hello, error) {
 	return h, cleanErr(err)
 }
 
-// Snapshot reads the agent's state, sending etag so an unchanged state
-// costs a 304 (K7).
-func (r *reader) Snapshot(ctx context.Context, etag string) (Read, error) {
-	rd, err := r.snapshot(ctx, etag)
-	return rd, cleanErr(err)
-}
-
 // Write sends one write to the agent: a POST to path (the route of a write
 // of wire.Writes) with req as its JSON body, checked before it leaves
 // (X4). It returns the agent's reply, or a *Refused.

@@ -13,6 +13,7 @@ import (
 
 // DefaultTimeout bounds one request over HTTPS: connect, TLS, headers and
 // the whole body, so a slow or endless body cannot hold the bridge (K2).
+// A waiting read gets its wait on top.
 const DefaultTimeout = 10 * time.Second
 
 // HTTPSOptions configure a token-transport client.
@@ -27,7 +28,7 @@ type HTTPSOptions struct {
 
 // NewHTTPS returns a client for the agent at baseURL (checked by
 // sources.CheckURL), sending token as a bearer token with every request.
-func NewHTTPS(baseURL, token string, o HTTPSOptions) (Client, error) {
+func NewHTTPS(baseURL, token string, o HTTPSOptions) (Waiter, error) {
 	roots, err := x509.SystemCertPool()
 	if err != nil {
 		roots = x509.NewCertPool()
@@ -49,18 +50,18 @@ func NewHTTPS(baseURL, token string, o HTTPSOptions) (Client, error) {
 		DialContext:            (&net.Dialer{Timeout: o.Timeout}).DialContext,
 		TLSClientConfig:        &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
 		TLSHandshakeTimeout:    o.Timeout,
-		ResponseHeaderTimeout:  o.Timeout,
 		MaxResponseHeaderBytes: 16 << 10,
-		MaxIdleConnsPerHost:    1,
+		MaxIdleConnsPerHost:    2, // a waiting read and a write may be under way at once
 		IdleConnTimeout:        90 * time.Second,
 		ForceAttemptHTTP2:      true,
 	}
 	return &reader{
-		base:  strings.TrimSuffix(baseURL, "/"),
-		token: token,
+		base:    strings.TrimSuffix(baseURL, "/"),
+		token:   token,
+		timeout: o.Timeout, // the whole request, beyond any wait
+		whole:   true,
 		hc: &http.Client{
 			Transport: tr,
-			Timeout:   o.Timeout,
 			// Never follow a redirect: the token must not reach another host (K2).
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},

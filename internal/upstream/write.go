@@ -39,7 +39,11 @@ func (r *reader) write(ctx context.Context, path string, req wire.Request) (*wir
 	if r.token != "" {
 		hreq.Header.Set("Authorization", "Bearer "+r.token)
 	}
-	resp, err := r.hc.Do(hreq)
+	// A write is done once per request id, so it may be sent again when a
+	// kept connection turns out closed before the agent answered: a nil
+	// entry tells net/http so without sending the header.
+	hreq.Header["X-Idempotency-Key"] = nil
+	resp, err := r.do(hreq, 0)
 	if err != nil {
 		var u *Unreachable
 		if errors.As(err, &u) {
