@@ -1,7 +1,8 @@
 // Package durable is the agent side of the durable-agent protocol: it
 // listens where T5 says (socket activation or its own private socket),
 // serves the agent's hello and snapshot with strong ETags, so a poll that
-// finds nothing new costs a 304 and no body, and carries out the writes
+// finds nothing new costs a 304 and no body, holds a waiting read until
+// the snapshot changes (wire.WaitHeader, wait.go), and carries out the writes
 // (answer, send, abort, action, rename, close, reopen, starter) once per
 // request id, after the caller check of C2 on a local socket.
 //
@@ -53,6 +54,12 @@ type Server struct {
 	dirty   atomic.Bool
 	buildMu sync.Mutex
 
+	// change is closed at the next change of the snapshot (SetSnapshot)
+	// or of its source (Changed), and replaced: what a waiting read waits
+	// on (wait.go).
+	changeMu sync.Mutex
+	change   chan struct{}
+
 	app     App
 	writeMu sync.Mutex // one write at a time: replay lookup, app, record
 	replay  *replayCache
@@ -83,7 +90,7 @@ func NewServer(h wire.Hello, log *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("the hello reply is %d bytes; the cap is %d", len(hb), wire.HelloCap)
 	}
 	s := &Server{log: log, hello: hb, replay: newReplayCache(replayEntries, replayAge),
-		readTimeout: 30 * time.Second, writeTimeout: 30 * time.Second}
+		readTimeout: 30 * time.Second, writeTimeout: 30 * time.Second, change: make(chan struct{})}
 	if err := s.SetSnapshot(&wire.Snapshot{Spaces: []wire.Space{}}); err != nil {
 		return nil, err
 	}
@@ -98,8 +105,12 @@ func (s *Server) SetSnapshot(snap *wire.Snapshot) error {
 		return err
 	}
 	s.mu.Lock()
+	changed := s.snap.etag != full.etag || s.snapNoAA.etag != noAA.etag
 	s.snap, s.snapNoAA = full, noAA
 	s.mu.Unlock()
+	if changed {
+		s.notify()
+	}
 	return nil
 }
 
@@ -179,8 +190,12 @@ func (s *Server) SetApp(app App) {
 }
 
 // Changed tells the server that the snapshot source has something new.
-// The snapshot is encoded again at the next read.
-func (s *Server) Changed() { s.dirty.Store(true) }
+// The snapshot is encoded again at the next read, or at once when a
+// waiting read waits for it.
+func (s *Server) Changed() {
+	s.dirty.Store(true)
+	s.notify()
+}
 
 // current returns the encoded snapshot for t, building it first when the
 // source changed.
@@ -367,6 +382,10 @@ func (s *Server) serveHello(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serveSnapshot(w http.ResponseWriter, r *http.Request, t Transport) {
+	if secs, ok := wire.ParseWait(r.Header.Get(wire.WaitHeader)); ok {
+		s.serveWaiting(w, r, t, secs)
+		return
+	}
 	e := s.current(t)
 	w.Header().Set("ETag", e.etag)
 	if etagMatch(r.Header.Get("If-None-Match"), e.etag) {
