@@ -11,6 +11,7 @@ import (
 	"github.com/collie-linux/collie/internal/cli"
 	"github.com/collie-linux/collie/internal/control"
 	"github.com/collie-linux/collie/internal/hint"
+	"github.com/collie-linux/collie/internal/sanitize"
 )
 
 // cmdPair asks the daemon for a single-use pairing offer and shows it: the
@@ -101,7 +102,7 @@ func cmdDevices(ctx context.Context, e *env, args []string) error {
 		if !d.LastSeen.IsZero() {
 			seen = d.LastSeen.Local().Format(time.DateTime)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.ID, d.Name, d.PairedAt.Local().Format(time.DateTime), seen)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", sanitize.TerminalLine(d.ID), sanitize.TerminalLine(d.Name), d.PairedAt.Local().Format(time.DateTime), seen)
 	}
 	return tw.Flush()
 }
