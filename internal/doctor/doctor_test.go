@@ -392,3 +392,24 @@ func TestBrokenAgent_L4(t *testing.T) {
 		})
 	}
 }
+
+// TestSourcesRefusedPath_T2: an entry of sources.json whose socket path is
+// relative or not clean is a failing row of its own, named, with its fix;
+// the others still load (T2; issue 9 item 2).
+func TestSourcesRefusedPath_T2(t *testing.T) {
+	e, _ := healthy(t)
+	data := `{"version":1,"sources":[{"name":"bad","socket":"/run/user/x/../desk/bad.sock"},{"name":"rel","socket":"desk/rel.sock"}]}`
+	if err := os.WriteFile(e.Paths.Sources(), []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rows := run(t, e, "sources")
+	if len(rows) != 3 || rows[0].Status != OK {
+		t.Fatalf("rows = %+v; want the file's ok row and one failing row for each refused entry", rows)
+	}
+	for i, name := range []string{"bad", "rel"} {
+		r := rows[i+1]
+		if r.Status != Fail || r.Subject != name || !strings.Contains(r.Message, "never connects") || !strings.Contains(r.Fix, "collie durable attach "+name) {
+			t.Errorf("row for %s = %+v", name, r)
+		}
+	}
+}

@@ -90,10 +90,17 @@ func checkSources(_ context.Context, e *Env) []Row {
 		return []Row{warn(attach, "%s has no durable agents", path)}
 	}
 	var list []string
+	var refused []Row
 	for _, s := range f.Sources {
 		list = append(list, describe(s))
+		if s.Refused != "" {
+			r := fail("collie durable detach "+s.Name+" && collie durable attach "+s.Name+" --socket $XDG_RUNTIME_DIR/desk/"+s.Name+".sock",
+				"%s: the bridge never connects to it: %s", s.Name, s.Refused)
+			r.Subject = s.Name
+			refused = append(refused, r)
+		}
 	}
-	return []Row{ok("%s, mode %s: %s", path, mode(fi), strings.Join(list, "; "))}
+	return append([]Row{ok("%s, mode %s: %s", path, mode(fi), strings.Join(list, "; "))}, refused...)
 }
 
 // describe names a source without its token (K5: "set, <n> bytes").
