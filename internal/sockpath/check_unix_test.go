@@ -5,6 +5,7 @@ package sockpath
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"os"
@@ -268,6 +269,11 @@ func TestCheck(t *testing.T) {
 			}
 
 			err := Check(path, checkAs)
+			// Identify, the walk before each request on a kept connection,
+			// judges by the same table with the same reasons.
+			if _, ierr := Identify(path, checkAs); errText(ierr) != errText(err) {
+				t.Errorf("Identify(%q) = %v, Check says %v", path, ierr, err)
+			}
 
 			if tt.reason == "" {
 				if err != nil {
@@ -453,4 +459,15 @@ func chmod(t *testing.T, p string, mode fs.FileMode) {
 	if err := os.Chmod(p, m); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return fmt.Sprintf("%s nosocket=%v", e.Reason, e.NoSocket)
+	}
+	return err.Error()
 }

@@ -29,21 +29,20 @@ const openFlags = unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC
 // To connect, use Dial: it runs the same walk and connects to exactly what
 // the walk checked.
 func Check(path string, uid int) error {
-	_, err := Identify(path, uid)
-	return err
-}
-
-// Identify walks path as Check does and returns the ID of the socket it
-// ends at: a kept connection made by DialID may carry one more request
-// only when the walk before it passes and ends at the connection's ID.
-func Identify(path string, uid int) (ID, error) {
-	fd, id, err := walk(path, uid, nil)
+	fd, _, err := walk(path, uid, nil)
 	if err != nil {
-		return ID{}, err
+		return err
 	}
 	unix.Close(fd)
-	return id, nil
+	return nil
 }
+
+// Identify walks path with lstat, by name (the same rules and reasons as
+// Check), and returns the ID of the socket it ends at: a kept connection
+// made by DialID may carry one more request only when the walk before it
+// passes and ends at the connection's ID. It connects to nothing, so it
+// need not hold what it checked, and costs a third of the held walk.
+func Identify(path string, uid int) (ID, error) { return walkByName(path, uid, nil) }
 
 // Dial walks path as Check does and, when every part passes, connects to
 // the socket the walk checked: the very file, held open since its check, so
