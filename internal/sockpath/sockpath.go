@@ -19,6 +19,11 @@
 // connect(2) changes nothing: no name is looked up twice. Elsewhere (macOS)
 // the walk is by name with lstat and Dial connects to the same string.
 //
+// A connection kept open for more requests (DialID gives the ID of the
+// socket it reached) is walked again before each request with Identify,
+// by name with lstat: it connects to nothing, and the connection carries
+// the request only when that walk passes and ends at the connection's ID.
+//
 // Measured on a busy 2-core VM (Linux 6.18), medians of five runs
 // interleaved with the code it replaced, a path four folders deep: Check
 // about 40 µs (the lstat walk took about 21 µs); Dial, walk and connection,
