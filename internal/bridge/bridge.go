@@ -1,5 +1,18 @@
-// Package bridge is the collie daemon: it polls each attached durable agent,
-// keeps what they show after cleaning, and serves it to the collie command.
+// Package bridge is the collie daemon: it reads each attached durable agent,
+// keeps what they show after cleaning, and serves it to the collie command
+// and the device API.
+//
+// An agent that honours waiting reads (issue 11) is held in one: its
+// change reaches the bridge in milliseconds, and an idle agent is asked
+// once a minute (1,440 requests a day). An agent that does not is polled
+// at the seed's cadence (K8). One scheduler serves them all (sched.go).
+//
+// What 1,000 agents held in waiting reads cost, measured by
+// TestLoadThousand (make bench; a child process, light agents on Unix
+// sockets): see the README's performance section. Per held agent the
+// bridge keeps one goroutine blocked in its read, the kept connection's
+// two goroutines in net/http, the connection's buffers and the agent's
+// cleaned snapshot.
 package bridge
 
 import (
@@ -43,6 +56,11 @@ type Options struct {
 	Notify func(state string)
 	// Interval and Active override IdleInterval and ActiveInterval (tests).
 	Interval, Active time.Duration
+	// Wait overrides Wait, the wait asked of an agent (tests).
+	Wait time.Duration
+	// Changed, when set, is called each time the bridge's view changed,
+	// after the device API was told (tests and the latency tool).
+	Changed func()
 	// Fresh overrides the package's Fresh (tests).
 	Fresh time.Duration
 	// Devices is where the device API listens; nil turns it off.
@@ -51,15 +69,19 @@ type Options struct {
 	Audit device.Recorder
 }
 
-// Bridge holds the attached agents and their pollers.
+// Bridge holds the attached agents and their scheduler.
 type Bridge struct {
 	o   Options
-	ctx context.Context // set by Run; pollers live under it
+	ctx context.Context // set by Run; reads live under it
 
 	watching atomic.Bool // a device is looking (K8)
+	wake     chan struct{}
+	wg       sync.WaitGroup // the scheduler and the reads under way
 
-	mu     sync.Mutex
-	agents map[string]*agent
+	mu          sync.Mutex
+	agents      map[string]*agent
+	heap        agentHeap          // agents by when they are next due
+	schedCancel context.CancelFunc // stops the scheduler; nil until it runs
 
 	// The device API, when it is on.
 	devices  *device.Store
@@ -73,15 +95,27 @@ type Bridge struct {
 type agent struct {
 	src    sources.Source
 	client upstream.Client
+	waiter upstream.Waiter // client, when it can wait; nil: never asked to
+	ctx    context.Context // ends when the agent is detached
 	cancel context.CancelFunc
-	done   chan struct{}
-	wake   chan struct{} // poll now: a device started looking, or wrote
 
 	// Guarded by Bridge.mu.
 	status view.AgentStatus
 	snap   *wire.Snapshot
 	etag   string
 	polled chan struct{} // closed and replaced after each poll; nil: never polled
+
+	// Scheduling (sched.go), guarded by Bridge.mu.
+	state    state
+	due      time.Time               // next read, or next walk of a held read's path
+	index    int                     // in Bridge.heap; -1 when not in it
+	reading  bool                    // a read is under way
+	stopRead context.CancelCauseFunc // ends the read under way
+	sent     time.Time               // when the last read was sent
+	wait     time.Duration           // the wait asked for
+	cutAt    time.Time               // when a proxy last cut a wait
+	tokens   float64                 // pacing of reads after a change
+	tokAt    time.Time
 }
 
 // New returns a bridge; Run starts it.
@@ -98,7 +132,10 @@ func New(o Options) *Bridge {
 	if o.Fresh == 0 {
 		o.Fresh = Fresh
 	}
-	return &Bridge{o: o, agents: map[string]*agent{}}
+	if o.Wait == 0 {
+		o.Wait = Wait
+	}
+	return &Bridge{o: o, agents: map[string]*agent{}, wake: make(chan struct{}, 1)}
 }
 
 // Run tightens sources.json, starts a poller per agent, serves the control
@@ -154,7 +191,7 @@ func (b *Bridge) Reload() error {
 	}
 	for name, a := range b.agents {
 		if s, ok := want[name]; !ok || s != a.src {
-			a.cancel()
+			b.detach(a)
 			delete(b.agents, name)
 		}
 	}
@@ -167,42 +204,61 @@ func (b *Bridge) Reload() error {
 	return nil
 }
 
-// start begins polling s. Callers hold b.mu.
+// start begins reading s. Callers hold b.mu.
 func (b *Bridge) start(s sources.Source) {
-	ctx, cancel := context.WithCancel(b.ctx)
-	a := &agent{
-		src:    s,
-		cancel: cancel,
-		done:   make(chan struct{}),
-		wake:   make(chan struct{}, 1),
-		status: view.AgentStatus{Name: s.Name, Transport: s.Transport(), Target: s.Socket, Reason: "not polled yet"},
-		polled: make(chan struct{}),
-	}
+	var client upstream.Client
 	var err error
 	switch {
 	case s.Refused != "":
 		// sources.Load refused its socket path (T2): never dialled.
 		err = errors.New(s.Refused)
 	case s.Transport() == "socket":
-		a.client = upstream.NewSocket(s.Socket, b.o.UID)
+		client = upstream.NewSocket(s.Socket, b.o.UID)
 	default:
-		a.status.Target, a.status.TokenSet = s.URL, s.Token != ""
-		a.client, err = upstream.NewHTTPS(s.URL, s.Token, upstream.HTTPSOptions{CAFile: s.CAFile})
+		client, err = upstream.NewHTTPS(s.URL, s.Token, upstream.HTTPSOptions{CAFile: s.CAFile})
 	}
+	b.add(s, client, err)
+}
+
+// add attaches s, read through client, or kept with err as its reason
+// and never read. Callers hold b.mu.
+func (b *Bridge) add(s sources.Source, client upstream.Client, err error) *agent {
+	ctx, cancel := context.WithCancel(b.ctx)
+	a := &agent{
+		src: s, client: client, ctx: ctx, cancel: cancel, index: -1, wait: b.o.Wait,
+		status: view.AgentStatus{Name: s.Name, Transport: s.Transport(), Target: s.Socket, Reason: "not polled yet", Mode: modeFirst},
+		polled: make(chan struct{}),
+	}
+	if s.Transport() != "socket" {
+		a.status.Target, a.status.TokenSet = s.URL, s.Token != ""
+	}
+	a.waiter, _ = client.(upstream.Waiter)
 	b.agents[s.Name] = a
 	if err != nil {
-		// Kept in the list with its reason, not polled until it is fixed.
-		a.status.Reason, a.polled = cleanReason(err.Error()), nil
+		// Kept in the list with its reason, not read until it is fixed.
+		a.status.Reason, a.status.Mode, a.polled = cleanReason(err.Error()), "", nil
 		b.o.Log.Warn("durable agent is unreachable", journald.MessageID(journald.MsgAgentUnreachable), "agent", s.Name, "reason", a.status.Reason)
 		cancel()
-		close(a.done)
-		return
+		return a
 	}
-	go b.poll(ctx, a)
+	b.startScheduler()
+	b.dueAt(a, time.Now())
+	return a
+}
+
+// detach stops reading a: its read under way ends, its kept connections
+// close. Callers hold b.mu.
+func (b *Bridge) detach(a *agent) {
+	a.cancel()
+	b.unschedule(a)
+	if a.waiter != nil {
+		a.waiter.Close()
+	}
 }
 
 // SetWatching says whether a device is looking. While one is, reachable
-// agents are polled every 2 s instead of 10 s, starting now (K8).
+// agents that are polled are polled every 2 s instead of 10 s, starting
+// now (K8); an agent held in a waiting read already answers at once.
 func (b *Bridge) SetWatching(on bool) {
 	if b.watching.Swap(on) == on || !on {
 		return
@@ -210,87 +266,67 @@ func (b *Bridge) SetWatching(on bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, a := range b.agents {
-		if !a.status.Reachable {
+		if !a.status.Reachable || a.state != statePolled {
 			continue // down or refusing the token: stays at the idle cadence
 		}
-		select {
-		case a.wake <- struct{}{}:
-		default:
-		}
+		b.readNow(a)
+		a.status.Mode = b.mode(a)
 	}
 }
 
-// next is how long a waits before its next poll (K8).
+// next is how long a polled agent waits before its next poll (K8).
+// Callers hold b.mu.
 func (b *Bridge) next(a *agent) time.Duration {
-	b.mu.Lock()
-	up := a.status.Reachable
-	b.mu.Unlock()
-	if up && b.watching.Load() {
+	if a.status.Reachable && b.watching.Load() {
 		return b.o.Active
 	}
 	return b.o.Interval
 }
 
+// stopAll stops every read and the scheduler, and waits for them.
 func (b *Bridge) stopAll() {
 	b.mu.Lock()
-	var done []chan struct{}
 	for _, a := range b.agents {
-		a.cancel()
-		done = append(done, a.done)
+		b.detach(a)
+	}
+	if b.schedCancel != nil {
+		b.schedCancel()
 	}
 	b.mu.Unlock()
-	for _, d := range done {
-		<-d
-	}
+	b.wg.Wait()
 }
 
-// poll reads a at once and then on its cadence until ctx ends.
-func (b *Bridge) poll(ctx context.Context, a *agent) {
-	defer close(a.done)
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-a.wake:
-		}
-		b.pollOnce(ctx, a)
-		t.Reset(b.next(a))
-	}
-}
-
-func (b *Bridge) pollOnce(parent context.Context, a *agent) {
-	ctx, cancel := context.WithTimeout(parent, pollTimeout)
-	defer cancel()
-	began := time.Now()
-	b.mu.Lock()
-	etag, name := a.etag, a.status.Agent
-	b.mu.Unlock()
-
-	var hello *wire.Hello
-	var err error
-	if name == "" {
-		hello, err = a.client.Hello(ctx)
-	}
-	var rd upstream.Read
-	if err == nil {
-		rd, err = a.client.Snapshot(ctx, etag)
-	}
-	if parent.Err() != nil {
-		return // detached or stopping: the outcome means nothing
-	}
-	b.record(a, began, hello, rd, err)
-}
-
-// record stores the outcome of a poll that began at began, and logs a
-// change of reachability once.
+// record stores the outcome of a read that began at began, schedules the
+// next, and logs a change of reachability once.
 func (b *Bridge) record(a *agent, began time.Time, hello *wire.Hello, rd upstream.Read, err error) {
-	log := b.o.Log.With("agent", a.src.Name)
 	b.mu.Lock()
+	a.reading, a.stopRead = false, nil
+	if a.ctx.Err() != nil {
+		b.mu.Unlock()
+		return // detached meanwhile
+	}
+	var cut *upstream.WaitCut
+	if errors.As(err, &cut) {
+		b.reschedule(a, began, rd, err)
+		// Not the agent's fault, as far as anyone can tell: the status
+		// stays; the next read, no sooner than K8 allows, says more.
+		a.status.Mode = b.mode(a)
+		b.mu.Unlock()
+		b.o.Log.Info("a waiting read was cut short; asking for a shorter wait", "agent", a.src.Name, "held", cut.Held.Round(time.Second).String(), "next_wait", a.wait.String())
+		return
+	}
+	b.apply(a, began, hello, rd, err, true)
+}
+
+// apply stores the outcome of a read that began at began (b.mu held; it
+// unlocks it), schedules the next read when resched is set, tells the
+// device API, and logs a change of reachability once.
+func (b *Bridge) apply(a *agent, began time.Time, hello *wire.Hello, rd upstream.Read, err error, resched bool) {
+	log := b.o.Log.With("agent", a.src.Name)
 	before := a.status
-	a.status.Checked = began
+	if began.After(a.status.Checked) {
+		a.status.Checked = began
+	}
 	close(a.polled)
 	a.polled = make(chan struct{})
 	if err != nil {
@@ -306,14 +342,18 @@ func (b *Bridge) record(a *agent, began time.Time, hello *wire.Hello, rd upstrea
 			a.snap, a.etag = rd.Snapshot, rd.ETag
 		}
 	}
+	if resched {
+		b.reschedule(a, began, rd, err)
+	}
+	a.status.Mode = b.mode(a)
 	after := a.status
 	b.mu.Unlock()
 
 	if err == nil && !rd.NotModified {
 		logDrops(log, rd.Report)
 	}
-	if b.api != nil && (!rd.NotModified || before.Reachable != after.Reachable) {
-		b.api.Changed()
+	if !rd.NotModified || before.Reachable != after.Reachable {
+		b.changed()
 	}
 	if before.Reachable == after.Reachable && before.Reason == after.Reason {
 		return
@@ -361,6 +401,17 @@ func logDrops(log *slog.Logger, rep wire.Report) {
 	}
 }
 
+// changed tells the device API, and Options.Changed, that the view
+// changed.
+func (b *Bridge) changed() {
+	if b.api != nil {
+		b.api.Changed()
+	}
+	if b.o.Changed != nil {
+		b.o.Changed()
+	}
+}
+
 func (b *Bridge) statusLine() string {
 	agents := b.Agents()
 	up := 0
@@ -391,12 +442,14 @@ const Fresh = time.Second
 // checkWait bounds how long Check waits for the polls it asked for.
 const checkWait = 5 * time.Second
 
-// Check implements control.Backend: it polls now every agent whose status
-// is older than Fresh and waits (up to 5 s, or ctx) for those polls, so
+// Check implements control.Backend: it reads now every agent whose status
+// is older than Fresh and waits (up to 5 s, or ctx) for those reads, so
 // that collie durable list shows what is true now, not up to 10 s ago.
-// An agent that is down is polled too: the user asked. A poll still
-// running when the wait ends leaves that agent's status as it was, with
-// its Checked time saying how old it is.
+// An agent that is down is read too: the user asked. An agent held in a
+// waiting read gets one more read beside it, without a wait (the held one
+// answers only at a change). A read still running when the wait ends
+// leaves that agent's status as it was, with its Checked time saying how
+// old it is.
 func (b *Bridge) Check(ctx context.Context) []view.AgentStatus {
 	since := time.Now().Add(-b.o.Fresh)
 	ctx, cancel := context.WithTimeout(ctx, checkWait)
@@ -405,13 +458,17 @@ func (b *Bridge) Check(ctx context.Context) []view.AgentStatus {
 	var waits []*agent
 	for _, a := range b.agents {
 		if a.polled == nil || !a.status.Checked.Before(since) {
-			continue // never polled (its reason is its settings), or fresh
+			continue // never read (its reason is its settings), or fresh
 		}
 		waits = append(waits, a)
-		select {
-		case a.wake <- struct{}{}:
-		default:
+		switch {
+		case !a.reading:
+			b.readNow(a)
+		case a.state == stateWaiting && a.status.Reachable && a.stopRead != nil:
+			b.wg.Add(1)
+			go b.checkHeld(a, a.stopRead)
 		}
+		// Otherwise a read that does not wait is under way: its outcome.
 	}
 	b.mu.Unlock()
 	for _, a := range waits {
@@ -420,8 +477,35 @@ func (b *Bridge) Check(ctx context.Context) []view.AgentStatus {
 	return b.Agents()
 }
 
-// waitPolled waits until a poll of a that began after since is recorded,
-// ctx ends or a stops.
+// checkHeld reads a, whose read stop ends is held at the agent, once
+// without a wait. A failure ends the held read with the same error, so the
+// agent is down and retried as any other.
+func (b *Bridge) checkHeld(a *agent, stop context.CancelCauseFunc) {
+	defer b.wg.Done()
+	ctx, cancel := context.WithTimeout(a.ctx, pollTimeout)
+	defer cancel()
+	b.mu.Lock()
+	etag := a.etag
+	b.mu.Unlock()
+	began := time.Now()
+	rd, err := a.client.Snapshot(ctx, etag)
+	if a.ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		stop(&heldFailed{err, began}) // the held read records it
+		return
+	}
+	b.mu.Lock()
+	if a.ctx.Err() != nil {
+		b.mu.Unlock()
+		return
+	}
+	b.apply(a, began, nil, rd, nil, false)
+}
+
+// waitPolled waits until a read of a that began after since is recorded,
+// ctx ends or a is detached.
 func (b *Bridge) waitPolled(ctx context.Context, a *agent, since time.Time) {
 	for {
 		b.mu.Lock()
@@ -432,7 +516,7 @@ func (b *Bridge) waitPolled(ctx context.Context, a *agent, since time.Time) {
 		}
 		select {
 		case <-polled:
-		case <-a.done:
+		case <-a.ctx.Done():
 			return
 		case <-ctx.Done():
 			return

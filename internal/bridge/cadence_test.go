@@ -11,7 +11,6 @@ import (
 
 	"github.com/collie-linux/collie/internal/sources"
 	"github.com/collie-linux/collie/internal/upstream"
-	"github.com/collie-linux/collie/internal/view"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -39,19 +38,12 @@ func (c *countingClient) Write(context.Context, string, wire.Request) (*wire.Wri
 	return &wire.WriteReply{}, nil
 }
 
-// startCounting attaches client under name and starts its poller, as
-// Bridge.start does for a real source.
+// startCounting attaches client under name and schedules its first read,
+// as Bridge.start does for a real source.
 func startCounting(b *Bridge, name string, client upstream.Client) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	ctx, cancel := context.WithCancel(b.ctx)
-	a := &agent{
-		src: sources.Source{Name: name}, client: client, cancel: cancel,
-		done: make(chan struct{}), wake: make(chan struct{}, 1), polled: make(chan struct{}),
-		status: view.AgentStatus{Name: name, Reason: "not polled yet"},
-	}
-	b.agents[name] = a
-	go b.poll(ctx, a)
+	b.add(sources.Source{Name: name}, client, nil)
 }
 
 // TestBridgeCadenceK8Synctest counts polls in fake time at the real

@@ -47,7 +47,7 @@ func (b *Bridge) startDevices(ctx context.Context) (func(), error) {
 }
 
 // Forward implements device.Backend: it sends a device's write to an
-// agent, then polls that agent at once so the device sees the outcome.
+// agent, then reads that agent at once so the device sees the outcome.
 func (b *Bridge) Forward(ctx context.Context, name, path string, req wire.Request) (*wire.WriteReply, error) {
 	b.mu.Lock()
 	a, ok := b.agents[name]
@@ -56,10 +56,11 @@ func (b *Bridge) Forward(ctx context.Context, name, path string, req wire.Reques
 		return nil, device.ErrUnknownAgent
 	}
 	reply, err := a.client.Write(ctx, path, req)
-	select {
-	case a.wake <- struct{}{}:
-	default:
-	}
+	// A held waiting read answers the change by itself; any other agent
+	// is read at once.
+	b.mu.Lock()
+	b.readNow(a)
+	b.mu.Unlock()
 	return reply, err
 }
 
