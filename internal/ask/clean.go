@@ -1,9 +1,6 @@
 package ask
 
 import (
-	"fmt"
-	"net/http"
-
 	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/wire"
 )
@@ -13,41 +10,13 @@ import (
 // every AskReply out of client.wait by cleanReply. What is printed is
 // cleaned again for the terminal (see report).
 
-// errorBytes caps the text of an error that may quote the agent.
-const errorBytes = 1024
-
-// cleanError is an error whose text was cleaned. Its cause stays
-// reachable for errors.Is and errors.As; show only this error's text.
-type cleanError struct {
-	msg string
-	err error
-}
-
-func (e *cleanError) Error() string { return e.msg }
-func (e *cleanError) Unwrap() error { return e.err }
-
 // cleanErr cleans the text of an error that may quote what the agent sent
 // (a status line, a header, a JSON key): one line, X2, capped.
 func cleanErr(err error) error {
-	switch e := err.(type) {
-	case nil:
-		return nil
-	case *cleanError:
-		return e
-	case *agentError:
+	if e, ok := err.(*agentError); ok {
 		return e // its code and message were cleaned by wire.DecodeError
 	}
-	msg, _ := sanitize.Line(err.Error(), errorBytes)
-	return &cleanError{msg: msg, err: err}
-}
-
-// statusText names an HTTP status by its number and the standard text,
-// never the agent's own reason phrase.
-func statusText(code int) string {
-	if t := http.StatusText(code); t != "" {
-		return fmt.Sprintf("%d %s", code, t)
-	}
-	return fmt.Sprintf("HTTP status %d", code)
+	return wire.CleanErr(err)
 }
 
 // cleanReply cleans every string of an agent's AskReply (X2): the typed

@@ -151,7 +151,7 @@ func (c *client) call(ctx context.Context, method, path string, in, out any) err
 		if code, msg, ok := wire.DecodeError(data); ok {
 			return &agentError{Status: resp.StatusCode, Code: code, Message: msg}
 		}
-		return fmt.Errorf("the agent answered %s", statusText(resp.StatusCode))
+		return fmt.Errorf("the agent answered %s", wire.StatusText(resp.StatusCode))
 	}
 	if err := wire.DecodeReply(resp.Body, resp.ContentLength, out); err != nil {
 		return fmt.Errorf("the agent's reply: %w", cleanErr(err))

@@ -100,7 +100,7 @@ func (r *reader) get(ctx context.Context, path, etag string, wait int) (*http.Re
 		if errors.As(err, &u) {
 			return nil, u
 		}
-		return nil, &cleanError{msg: "ask the agent: " + agentText(unwrapURL(err).Error()), err: err}
+		return nil, wire.NewCleanError("ask the agent: "+agentText(unwrapURL(err).Error()), err)
 	}
 	return resp, nil
 }
@@ -126,8 +126,8 @@ func statusError(resp *http.Response) error {
 	}
 	data, _ := wire.ReadCapped(resp.Body, -1, 4<<10)
 	if code, msg, ok := wire.DecodeError(data); ok {
-		return &cleanError{msg: agentText(fmt.Sprintf("the agent answered %s: %s: %s", statusText(resp.StatusCode), code, msg))}
+		return wire.NewCleanError(agentText(fmt.Sprintf("the agent answered %s: %s: %s", wire.StatusText(resp.StatusCode), code, msg)), nil)
 	}
 	// resp.Status carries the agent's own reason phrase: never shown.
-	return &cleanError{msg: "the agent answered " + statusText(resp.StatusCode)}
+	return wire.NewCleanError("the agent answered "+wire.StatusText(resp.StatusCode), nil)
 }

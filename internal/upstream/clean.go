@@ -3,7 +3,6 @@ package upstream
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/collie-linux/collie/internal/sanitize"
@@ -31,26 +30,12 @@ const MaxETagBytes = 256
 
 // agentText cleans text that came from an agent, or that embeds what an
 // agent sent, for a reason or an error message: one line, X2, capped.
-func agentText(s string) string {
-	s, _ = sanitize.Line(s, ReasonBytes)
-	return s
-}
+func agentText(s string) string { return wire.AgentText(s) }
 
 // unreachable builds an Unreachable with a cleaned reason.
 func unreachable(reason string, err error) *Unreachable {
 	return &Unreachable{Reason: agentText(reason), Err: err}
 }
-
-// cleanError is an error whose text was cleaned. Its cause stays
-// reachable for errors.Is, but the cause's own text may hold what the
-// agent sent: show only this error's text.
-type cleanError struct {
-	msg string
-	err error
-}
-
-func (e *cleanError) Error() string { return e.msg }
-func (e *cleanError) Unwrap() error { return e.err }
 
 // cleanErr is the one way out of this package for an error: the typed
 // errors are rebuilt clean, anything else is wrapped with cleaned text.
@@ -58,23 +43,14 @@ func cleanErr(err error) error {
 	switch e := err.(type) {
 	case nil:
 		return nil
-	case *cleanError:
+	case *wire.CleanError:
 		return e
 	case *Unreachable:
 		return unreachable(e.Reason, e.Err)
 	case *Refused:
 		return newRefused(e.Status, e.Code, e.Message)
 	}
-	return &cleanError{msg: agentText(err.Error()), err: err}
-}
-
-// statusText names an HTTP status by its number and the standard text,
-// never the agent's own reason phrase.
-func statusText(code int) string {
-	if t := http.StatusText(code); t != "" {
-		return fmt.Sprintf("%d %s", code, t)
-	}
-	return fmt.Sprintf("HTTP status %d", code)
+	return wire.CleanErr(err)
 }
 
 // newRefused builds a Refused from an agent's error reply. The status is

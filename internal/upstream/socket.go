@@ -12,6 +12,7 @@ import (
 
 	"github.com/collie-linux/collie/internal/peercred"
 	"github.com/collie-linux/collie/internal/sockpath"
+	"github.com/collie-linux/collie/internal/wire"
 )
 
 // SocketTimeout bounds one request over the Unix socket, until the reply's
@@ -101,7 +102,7 @@ func (s *socketTransport) pool() (*socketPool, error) {
 		return nil, u
 	}
 	if s.cur != nil && s.cur.id != id {
-		s.cur.close(&cleanError{msg: agentText("the socket at " + s.path + " was replaced by another; the next read connects to the new one")})
+		s.cur.close(wire.NewCleanError(agentText("the socket at "+s.path+" was replaced by another; the next read connects to the new one"), nil))
 		s.cur = nil
 	}
 	if s.cur == nil {
@@ -136,7 +137,7 @@ func (s *socketTransport) dial(ctx context.Context, p *socketPool) (net.Conn, er
 	}
 	if id != p.id {
 		c.Close()
-		err := &cleanError{msg: agentText("the socket at " + s.path + " was replaced while Collie connected to it; the next read connects to the new one")}
+		err := wire.NewCleanError(agentText("the socket at "+s.path+" was replaced while Collie connected to it; the next read connects to the new one"), nil)
 		p.close(err)
 		return nil, err
 	}

@@ -49,13 +49,13 @@ func (r *reader) write(ctx context.Context, path string, req wire.Request) (*wir
 		if errors.As(err, &u) {
 			return nil, u
 		}
-		return nil, &cleanError{msg: "send to the agent: " + agentText(unwrapURL(err).Error()), err: err}
+		return nil, wire.NewCleanError("send to the agent: "+agentText(unwrapURL(err).Error()), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusOK {
 		var reply wire.WriteReply
 		if err := wire.DecodeReply(resp.Body, resp.ContentLength, &reply); err != nil {
-			return nil, &cleanError{msg: "read the agent's reply: " + agentText(err.Error()), err: err}
+			return nil, wire.NewCleanError("read the agent's reply: "+agentText(err.Error()), err)
 		}
 		if err := checkReply(&reply); err != nil {
 			return nil, err
@@ -69,7 +69,7 @@ func (r *reader) write(ctx context.Context, path string, req wire.Request) (*wir
 	code, msg, ok := wire.DecodeError(data)
 	if !ok {
 		// resp.Status carries the agent's own reason phrase: never shown.
-		code, msg = "unknown", "the agent answered "+statusText(resp.StatusCode)
+		code, msg = "unknown", "the agent answered "+wire.StatusText(resp.StatusCode)
 	}
 	return nil, newRefused(resp.StatusCode, code, msg)
 }
