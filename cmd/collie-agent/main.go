@@ -51,29 +51,22 @@ const (
 
 // exitCode decides the exit status of every command, in one place.
 func exitCode(err error) int {
-	var unasked *ask.Unasked
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return exitOK
 	case cli.IsUsage(err):
 		return exitUsage
-	case errors.Is(err, ask.ErrNo):
-		return ask.ExitNo
-	case errors.Is(err, ask.ErrTimedOut):
-		return ask.ExitTimedOut
-	case errors.Is(err, ask.ErrWithdrawn):
-		return ask.ExitWithdrawn
-	case errors.As(err, &unasked):
-		return ask.ExitError
+	}
+	if code, ok := ask.ExitOf(err); ok {
+		return code
 	}
 	return exitFailed
 }
 
-// said reports whether err was said already: help, and collie-agent
-// ask's decisions other than yes.
+// said reports whether err was said already, so main prints nothing more:
+// help, and the ask command's decisions other than yes.
 func said(err error) bool {
-	return errors.Is(err, flag.ErrHelp) || errors.Is(err, ask.ErrNo) ||
-		errors.Is(err, ask.ErrTimedOut) || errors.Is(err, ask.ErrWithdrawn)
+	return errors.Is(err, flag.ErrHelp) || ask.Said(err)
 }
 
 // validName is the rule for an agent's instance name: it becomes a file name.

@@ -38,29 +38,22 @@ const (
 
 // exitCode decides the exit status of every command, in one place.
 func exitCode(err error) int {
-	var unasked *ask.Unasked
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return exitOK
 	case cli.IsUsage(err):
 		return exitUsage
-	case errors.Is(err, ask.ErrNo):
-		return exitNo
-	case errors.Is(err, ask.ErrTimedOut):
-		return exitTimeout
-	case errors.Is(err, ask.ErrWithdrawn):
-		return exitGone
-	case errors.As(err, &unasked):
-		return exitUnasked
+	}
+	if code, ok := ask.ExitOf(err); ok {
+		return code
 	}
 	return exitFailed
 }
 
 // said reports whether err was said already, so main prints nothing more:
-// help, and collie ask's decisions other than yes.
+// help, and the ask command's decisions other than yes.
 func said(err error) bool {
-	return errors.Is(err, flag.ErrHelp) || errors.Is(err, ask.ErrNo) ||
-		errors.Is(err, ask.ErrTimedOut) || errors.Is(err, ask.ErrWithdrawn)
+	return errors.Is(err, flag.ErrHelp) || ask.Said(err)
 }
 
 // env is what a subcommand works with.

@@ -88,6 +88,30 @@ var (
 	ErrWithdrawn = errors.New("the question was withdrawn")
 )
 
+// ExitOf maps what Run and Grants return to ask's own exit statuses
+// (ExitNo, ExitTimedOut, ExitWithdrawn, ExitError); ok is false for any
+// other error, whose status the binary decides.
+func ExitOf(err error) (code int, ok bool) {
+	var unasked *Unasked
+	switch {
+	case errors.Is(err, ErrNo):
+		return ExitNo, true
+	case errors.Is(err, ErrTimedOut):
+		return ExitTimedOut, true
+	case errors.Is(err, ErrWithdrawn):
+		return ExitWithdrawn, true
+	case errors.As(err, &unasked):
+		return ExitError, true
+	}
+	return 0, false
+}
+
+// Said reports whether Run said err already, so the binary prints nothing
+// more: the decisions other than yes.
+func Said(err error) bool {
+	return errors.Is(err, ErrNo) || errors.Is(err, ErrTimedOut) || errors.Is(err, ErrWithdrawn)
+}
+
 // Unasked is what kept the question from being asked, or its answer from
 // coming back: the agent could not be found or reached, or it refused.
 type Unasked struct{ Err error }
