@@ -180,13 +180,15 @@ func cmdList(ctx context.Context, e *env, args []string) error {
 }
 
 // writeList writes the table of collie durable list. CHECKED says how old
-// each status is. Every cell is cleaned for the terminal (X1): the reason
+// each status is; MODE how the daemon reads the agent (a waiting read, or
+// polled at the seed's cadence, issue 11; "-" when the command checked it
+// itself). Every cell is cleaned for the terminal (X1): the reason
 // and the agent's name come from the agent, and a tab or newline in a
 // cell would forge a column or a row.
 func writeList(w io.Writer, agents []view.AgentStatus, now time.Time) error {
 	out := sanitize.NewTerminalWriter(w)
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tTRANSPORT\tTARGET\tCHECKED\tSTATUS")
+	fmt.Fprintln(tw, "NAME\tTRANSPORT\tTARGET\tCHECKED\tMODE\tSTATUS")
 	for _, a := range agents {
 		if a.TokenSet {
 			a.Target += " (token set)"
@@ -195,7 +197,11 @@ func writeList(w io.Writer, agents []view.AgentStatus, now time.Time) error {
 		if !a.Reachable {
 			status = "unreachable: " + a.Reason
 		}
-		cells := []string{a.Name, a.Transport, a.Target, age(now, a.Checked), status}
+		mode := a.Mode
+		if mode == "" {
+			mode = "-"
+		}
+		cells := []string{a.Name, a.Transport, a.Target, age(now, a.Checked), mode, status}
 		for i, c := range cells {
 			cells[i] = sanitize.TerminalLine(c)
 		}

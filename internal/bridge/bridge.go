@@ -114,6 +114,7 @@ type agent struct {
 	sent     time.Time               // when the last read was sent
 	wait     time.Duration           // the wait asked for
 	cutAt    time.Time               // when a proxy last cut a wait
+	lastCut  time.Duration           // how long the last cut read was held; 0: no cut since a wait ended
 	tokens   float64                 // pacing of reads after a change
 	tokAt    time.Time
 }
@@ -311,8 +312,9 @@ func (b *Bridge) record(a *agent, began time.Time, hello *wire.Hello, rd upstrea
 		// Not the agent's fault, as far as anyone can tell: the status
 		// stays; the next read, no sooner than K8 allows, says more.
 		a.status.Mode = b.mode(a)
+		wait := a.wait
 		b.mu.Unlock()
-		b.o.Log.Info("a waiting read was cut short; asking for a shorter wait", "agent", a.src.Name, "held", cut.Held.Round(time.Second).String(), "next_wait", a.wait.String())
+		b.o.Log.Info("a waiting read was cut short (a proxy's read timeout, or the agent restarted)", "agent", a.src.Name, "held", cut.Held.Round(time.Second).String(), "next_wait", wait.String())
 		return
 	}
 	b.apply(a, began, hello, rd, err, true)

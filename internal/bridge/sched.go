@@ -70,7 +70,7 @@ func (b *Bridge) mode(a *agent) string {
 	switch a.state {
 	case stateWaiting:
 		if a.wait < b.o.Wait {
-			return fmt.Sprintf("waiting read, %s (a proxy cut a longer one)", a.wait)
+			return "waiting read, " + every(a.wait) + " (a proxy cut a longer one)"
 		}
 		return modeWaiting
 	case statePolled:
@@ -313,10 +313,15 @@ func (b *Bridge) reschedule(a *agent, sent time.Time, rd upstream.Read, err erro
 	var cut *upstream.WaitCut
 	switch {
 	case errors.As(err, &cut):
-		// A proxy cut the wait: ask for less, and no sooner than a down
-		// agent would be asked (K8).
-		a.wait = max(min(a.wait, cut.Held.Truncate(time.Second))-cutMargin, time.Second)
-		a.cutAt = now
+		// Something cut the wait: a restart of the agent, or a proxy.
+		// Read again no sooner than a down agent would be (K8); a second
+		// cut in a row is a proxy: ask for less than either held.
+		if a.lastCut > 0 {
+			a.wait = max(min(a.wait, a.lastCut, cut.Held).Truncate(time.Second)-cutMargin, time.Second)
+			a.cutAt, a.lastCut = now, 0
+		} else {
+			a.lastCut = cut.Held
+		}
 		a.state = stateWaiting
 		b.dueAt(a, later(now, sent.Add(b.o.Interval)))
 	case err != nil:
@@ -325,6 +330,7 @@ func (b *Bridge) reschedule(a *agent, sent time.Time, rd upstream.Read, err erro
 	case rd.Waited && rd.ETag != "":
 		a.state = stateWaiting
 		if rd.NotModified {
+			a.lastCut = 0
 			// The wait ended: wait again at once. An agent that applies
 			// a shorter wait than the cadence is asked no more often.
 			b.dueAt(a, later(now, sent.Add(b.next(a))))
