@@ -10,6 +10,7 @@ import (
 	"github.com/collie-linux/collie/internal/durable"
 	"github.com/collie-linux/collie/internal/durable/board"
 	"github.com/collie-linux/collie/internal/durable/durabletest"
+	"github.com/collie-linux/collie/internal/memnet"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -64,7 +65,7 @@ func TestWaitingRead(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				l := newMemListener()
+				l := memnet.New()
 				s, err := durable.NewServer(wire.Hello{Agent: "a"}, durabletest.Quiet())
 				if err != nil {
 					t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/collie-linux/collie/internal/durable"
 	"github.com/collie-linux/collie/internal/durable/board"
 	"github.com/collie-linux/collie/internal/durable/durabletest"
+	"github.com/collie-linux/collie/internal/memnet"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -178,7 +179,7 @@ func TestRemoteTransportHasNoLocalRoutes(t *testing.T) {
 // until then the ask is still waiting.
 func TestAskOutlastsServerTimeouts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := newMemListener()
+		l := memnet.New()
 		s, err := durable.NewServer(wire.Hello{Agent: "a"}, durabletest.Quiet())
 		if err != nil {
 			t.Fatal(err)

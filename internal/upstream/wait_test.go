@@ -11,13 +11,14 @@ import (
 	"github.com/collie-linux/collie/internal/durable"
 	"github.com/collie-linux/collie/internal/durable/board"
 	"github.com/collie-linux/collie/internal/durable/durabletest"
+	"github.com/collie-linux/collie/internal/memnet"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
 // memReader is the protocol's reader over an in-memory connection to l,
 // with the socket transport's timeout: the reader's waiting logic on
 // synctest's clock.
-func memReader(l *memListener) *reader {
+func memReader(l *memnet.Listener) *reader {
 	return &reader{base: "http://agent", timeout: SocketTimeout,
 		hc: &http.Client{Transport: &http.Transport{DialContext: l.DialContext}}}
 }
@@ -43,7 +44,7 @@ func TestSnapshotWaitReference(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				l := newMemListener()
+				l := memnet.New()
 				s, err := durable.NewServer(wire.Hello{Agent: "a"}, durabletest.Quiet())
 				if err != nil {
 					t.Fatal(err)
@@ -151,7 +152,7 @@ func TestSnapshotWaitOtherAgents(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				l := newMemListener()
+				l := memnet.New()
 				srv := &http.Server{Handler: tt.h}
 				go srv.Serve(l)
 				r := memReader(l)
