@@ -148,6 +148,7 @@ func (a *API) routes() *router {
 	rt.read("GET /api/v1/whoami", a.authed(a.whoami))
 	rt.read("GET /api/v1/state", a.authed(a.state))
 	rt.read("GET /api/v1/events", http.HandlerFunc(a.events))
+	rt.read("GET /api/v1/agents", a.authed(a.agentsRead))
 	rt.read("GET /api/v1/agents/{agent}", a.authed(a.agentRead))
 	rt.read("GET /api/v1/agents/{agent}/conversations/{id}", a.authed(a.conversationRead))
 	rt.read("GET /api/v1/receipts", a.authed(a.receipts))

@@ -439,7 +439,11 @@ func TestWebAppInChromium(t *testing.T) {
 	do(t, 5*time.Second, "pair",
 		chromedp.SetValue(chromedp.ID("pair-name"), "Test phone"),
 		chromedp.Click(chromedp.ID("pair-submit")),
-		chromedp.WaitVisible(chromedp.CSS(`[data-question="q-yes"]`)))
+		chromedp.WaitVisible(chromedp.CSS(`[data-question="q-yes"]`)),
+		// Conversations arrive one by one and markdown is drawn in slices:
+		// the page is done when its last item is whole and it is not busy.
+		chromedp.WaitVisible(chromedp.CSS(`[data-item="n2"]`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`#main[aria-busy]`)))
 	pairTime := time.Since(pairStart)
 	devs := store.List()
 	if len(devs) != 1 || devs[0].Name != "Test phone" {

@@ -35,6 +35,14 @@ type AgentReply struct {
 	Revs  revs    `json:"revs"`
 }
 
+// AgentsReply is the reply to GET /api/v1/agents: every agent's outline,
+// so a device can read the state conversation by conversation instead of
+// in one piece of up to 4 MiB per agent.
+type AgentsReply struct {
+	Rev    string       `json:"rev"` // as in State: the ETag is the whole state's
+	Agents []AgentReply `json:"agents"`
+}
+
 // ConversationReply is the reply to GET
 // /api/v1/agents/{agent}/conversations/{id}.
 type ConversationReply struct {
@@ -89,6 +97,20 @@ func (a *API) state(w http.ResponseWriter, r *http.Request) {
 		st.Revs[ag.Name] = o.byName[ag.Name].revs()
 	}
 	replyRead(w, r, st)
+}
+
+// agentsRead is GET /api/v1/agents: every agent's outline.
+func (a *API) agentsRead(w http.ResponseWriter, r *http.Request) {
+	o := a.outlook.current()
+	etag := a.outlook.etag(o.rev)
+	if notModified(w, r, etag) {
+		return
+	}
+	reply := AgentsReply{Rev: strings.Trim(etag, `"`), Agents: make([]AgentReply, 0, len(o.agents))}
+	for _, ag := range o.agents {
+		reply.Agents = append(reply.Agents, AgentReply{Agent: outlineOf(ag), Revs: o.byName[ag.Name].revs()})
+	}
+	replyRead(w, r, reply)
 }
 
 // agentRead is GET /api/v1/agents/{agent}: one agent's outline.

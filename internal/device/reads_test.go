@@ -192,7 +192,7 @@ func (f *fixture) setView(v []view.Agent) {
 func TestReadsETag_K8(t *testing.T) {
 	f := newFixture(t)
 	f.setView(deltaView())
-	paths := []string{"/api/v1/state", "/api/v1/agents/demo", "/api/v1/agents/demo/conversations/c1", "/api/v1/agents/demo/conversations/c2"}
+	paths := []string{"/api/v1/state", "/api/v1/agents", "/api/v1/agents/demo", "/api/v1/agents/demo/conversations/c1", "/api/v1/agents/demo/conversations/c2"}
 	tags := map[string]string{}
 	for _, p := range paths {
 		status, h, body := f.get(t, p, "")
@@ -242,7 +242,7 @@ func TestReadsETag_K8(t *testing.T) {
 	}
 	// Without the credential: nothing, tag or not.
 	req, _ := http.NewRequest("GET", f.srv.URL+"/api/v1/agents/demo/conversations/c1", nil)
-	req.Header.Set("If-None-Match", tags[paths[2]])
+	req.Header.Set("If-None-Match", tags[paths[3]])
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -267,6 +267,11 @@ func TestConversationRead(t *testing.T) {
 	if want := deltaView()[0].Snapshot.Spaces[0].Tabs[0].Conversations[0]; cr.Agent != "demo" || cr.Rev < 1 || !reflect.DeepEqual(cr.Conversation, want) {
 		t.Fatalf("read c1: %+v, want %+v", cr, want)
 	}
+	status, _, body = f.get(t, "/api/v1/agents", "")
+	var all AgentsReply
+	if err := json.Unmarshal([]byte(body), &all); status != 200 || err != nil || len(all.Agents) != 2 || all.Agents[1].Agent.Name != "ops" || strings.Contains(body, "Deploy?") {
+		t.Fatalf("read the agents: %d %v %s", status, err, body)
+	}
 	status, _, body = f.get(t, "/api/v1/agents/demo", "")
 	var ar AgentReply
 	if err := json.Unmarshal([]byte(body), &ar); status != 200 || err != nil || ar.Agent.Name != "demo" || ar.Agent.Snapshot == nil {
@@ -281,7 +286,9 @@ func TestConversationRead(t *testing.T) {
 		{"/api/v1/agents/demo/conversations/c9", wire.CodeNotFound, `agent "demo" has no conversation "c9"`},
 	} {
 		status, _, body := f.get(t, tt.path, "")
-		var e struct{ Error struct{ Code, Message string } }
+		var e struct {
+			Error struct{ Code, Message string }
+		}
 		json.Unmarshal([]byte(body), &e)
 		if status != 404 || e.Error.Code != tt.code || !strings.HasPrefix(e.Error.Message, tt.says) {
 			t.Errorf("GET %s: %d %s", tt.path, status, body)

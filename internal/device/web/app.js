@@ -71,20 +71,26 @@
 
   // sync makes parent's children exactly nodes, touching only what
   // differs, so a focused input that did not change keeps its focus.
+  // Nodes that stay are never moved when others come or go before them:
+  // moving a conversation would make the browser style and lay it out
+  // again whole.
   function sync(parent, nodes) {
-    let i = 0;
+    const want = new Set(nodes);
+    for (const ch of Array.from(parent.childNodes)) if (!want.has(ch)) ch.remove();
+    let cur = parent.firstChild;
     for (const n of nodes) {
-      const cur = parent.childNodes[i];
-      if (cur !== n) parent.insertBefore(n, cur || null);
-      i += 1;
+      if (cur === n) cur = cur.nextSibling;
+      else parent.insertBefore(n, cur);
     }
-    while (parent.childNodes.length > nodes.length) parent.lastChild.remove();
   }
 
   function setView(name, ...children) {
     view = name;
     agentNodes.clear();
     convNodes.clear();
+    jobs.length = 0;
+    onScreen.clear();
+    main.removeAttribute('aria-busy');
     main.replaceChildren();
     add(main, children);
   }
@@ -230,6 +236,35 @@
       }
       out.push(el('p', null, inline(para.join('\n'), depth)));
     }
+    return out;
+  }
+
+  // mdPieces cuts markdown into pieces of about MD_PIECE characters, only
+  // where a top-level block may begin and never inside a fence, so each
+  // piece is drawn in one short job. A list cut in two is drawn as two
+  // lists, the second numbered on from where the first stopped.
+  const MD_PIECE = 1536;
+  function mdPieces(src) {
+    const lines = src.replace(/\r\n?/g, '\n').split('\n');
+    const out = [];
+    let cur = [];
+    let size = 0;
+    let fence = null;
+    for (const l of lines) {
+      if (fence) {
+        if (fenceClose(l, fence)) fence = null;
+      } else {
+        if (size >= MD_PIECE && (isBlank(l) || (indentOf(l) === 0 && startsBlock(l)))) {
+          out.push(cur.join('\n'));
+          cur = [];
+          size = 0;
+        }
+        fence = fenceOpen(l);
+      }
+      cur.push(l);
+      size += l.length + 1;
+    }
+    out.push(cur.join('\n'));
     return out;
   }
 
@@ -506,9 +541,12 @@
   // ---------------------------------------------------------------- API
 
   // call makes one request to the device API. The reply's error message,
-  // when there is one, is a sentence for the user.
-  async function call(method, path, body) {
+  // when there is one, is a sentence for the user. It never waits for
+  // drawing: a tap's write leaves at once.
+  async function call(method, path, body, etag) {
     const opt = { method, headers: {}, credentials: 'same-origin', cache: 'no-store', redirect: 'error' };
+    // A read the page holds already comes back 304, with no body.
+    if (etag) opt.headers['If-None-Match'] = etag;
     if (body !== undefined) {
       opt.headers['Content-Type'] = 'application/json';
       opt.body = JSON.stringify(body);
@@ -699,7 +737,13 @@
       return;
     }
     me = r.data && typeof r.data === 'object' ? r.data : {};
-    state = null;
+    loaded = false;
+    stateRev = '';
+    eventRev = '';
+    order = [];
+    agents.clear();
+    convs.clear();
+    pending.clear();
     setView('main', el('p', { class: 'muted' }, 'Loading…'));
     openStream();
     await refresh();
@@ -718,11 +762,11 @@
     setConn('Connecting…', 'wait');
     const s = new EventSource(API + '/events');
     es = s;
-    s.addEventListener('change', () => {
+    s.addEventListener('change', (ev) => {
       if (es !== s) return;
       retryDelay = 1000;
       setConn('Live', 'ok');
-      refresh();
+      onChange(ev.data);
     });
     s.addEventListener('error', () => {
       if (es === s) streamError(s);
@@ -777,42 +821,245 @@
     }
   });
 
-  let refreshing = false;
-  let again = false;
+  // ---------------------------------------------------------------- reading deltas
 
-  async function refresh() {
-    if (refreshing) {
-      again = true;
-      return;
+  // The page keeps what it read part by part, with each part's revision
+  // (docs/device-api.md): per agent its outline (status, belt, starters,
+  // where its conversations are), per conversation the conversation. The
+  // change feed says which parts changed; only those are read again, and
+  // only what changed in them is drawn again.
+  let loaded = false; // a whole state was read
+  let stateRev = ''; // the ETag of the state the page holds whole, unquoted
+  let eventRev = ''; // the revision the last change event named
+  let order = []; // agent names, as /api/v1/state lists them
+  const agents = new Map(); // agent name → outline agent
+  const convs = new Map(); // conversation key → { conv, rev }
+  const pending = new Map(); // parts to read: key → { agent, id (a conversation) or undefined (the outline) }
+  let wantAll = false;
+  let reading = false;
+
+  function num(v) {
+    return typeof v === 'number' && isFinite(v) ? v : 0;
+  }
+
+  function dropAgent(name) {
+    agents.delete(name);
+    order = order.filter((n) => n !== name);
+    for (const k of convs.keys()) if (k.startsWith(name + SEP)) convs.delete(k);
+  }
+
+  // readAll reads every agent's outline, unless the page holds the state
+  // it names, and queues the conversations whose revisions it does not
+  // hold: the state is read conversation by conversation, never in one
+  // piece of up to 4 MiB per agent.
+  async function readAll() {
+    const r = await call('GET', '/agents', undefined, stateRev ? '"' + stateRev + '"' : '');
+    if (view !== 'main') return false;
+    if (r.status === 401) {
+      showRevoked();
+      return false;
     }
-    refreshing = true;
+    if (r.status === 304) return true;
+    if (!r.ok) {
+      setConn(r.message, 'bad');
+      return false;
+    }
+    const d = r.data && typeof r.data === 'object' ? r.data : {};
+    const keep = new Set();
+    order = [];
+    agents.clear();
+    for (const x of list(d.agents)) {
+      const a = x && x.agent;
+      if (!a || typeof a.name !== 'string' || agents.has(a.name)) continue;
+      order.push(a.name);
+      agents.set(a.name, a);
+      const cr = x.revs && typeof x.revs.conversations === 'object' ? x.revs.conversations || {} : {};
+      for (const sp of list(a.snapshot && a.snapshot.spaces)) {
+        for (const tab of list(sp && sp.tabs)) {
+          for (const id of list(tab && tab.conversations)) {
+            if (typeof id !== 'string') continue;
+            const key = a.name + SEP + id;
+            keep.add(key);
+            const have = convs.get(key);
+            if (!have || have.rev !== num(cr[id])) pending.set('c' + SEP + key, { agent: a.name, id });
+          }
+        }
+      }
+    }
+    for (const k of convs.keys()) if (!keep.has(k)) convs.delete(k);
+    // The page holds this state once the conversations queued are read.
+    if (typeof d.rev === 'string') eventRev = d.rev;
+    stateRev = '';
+    loaded = true;
+    return true;
+  }
+
+  // readOutline reads one agent's outline and queues the conversations
+  // whose revisions the page does not hold.
+  async function readOutline(name) {
+    const r = await call('GET', '/agents/' + encodeURIComponent(name));
+    if (view !== 'main') return false;
+    if (r.status === 401) {
+      showRevoked();
+      return false;
+    }
+    if (r.status === 404) {
+      dropAgent(name);
+      return true;
+    }
+    if (!r.ok || !r.data || typeof r.data.agent !== 'object' || !r.data.agent) return false;
+    const a = r.data.agent;
+    if (!agents.has(name)) order = order.concat([name]).sort();
+    agents.set(name, a);
+    const cr = r.data.revs && typeof r.data.revs.conversations === 'object' ? r.data.revs.conversations || {} : {};
+    const keep = new Set();
+    for (const sp of list(a.snapshot && a.snapshot.spaces)) {
+      for (const tab of list(sp && sp.tabs)) {
+        for (const id of list(tab && tab.conversations)) {
+          if (typeof id !== 'string') continue;
+          const key = name + SEP + id;
+          keep.add(key);
+          const have = convs.get(key);
+          if (!have || have.rev !== num(cr[id])) pending.set('c' + SEP + key, { agent: name, id });
+        }
+      }
+    }
+    for (const k of convs.keys()) if (k.startsWith(name + SEP) && !keep.has(k)) convs.delete(k);
+    return true;
+  }
+
+  async function readConversation(name, id) {
+    const r = await call('GET', '/agents/' + encodeURIComponent(name) + '/conversations/' + encodeURIComponent(id));
+    if (view !== 'main') return false;
+    if (r.status === 401) {
+      showRevoked();
+      return false;
+    }
+    if (r.status === 404) {
+      convs.delete(name + SEP + id);
+      return true;
+    }
+    if (!r.ok || !r.data || typeof r.data.conversation !== 'object' || !r.data.conversation) return false;
+    convs.set(name + SEP + id, { conv: r.data.conversation, rev: num(r.data.rev) });
+    return true;
+  }
+
+  // onChange takes one event of the change feed: what to read again.
+  function onChange(data) {
+    let d = null;
     try {
-      do {
-        again = false;
-        const r = await call('GET', '/state');
-        if (view !== 'main') return;
-        if (r.status === 401) {
-          showRevoked();
-          return;
+      d = JSON.parse(data);
+    } catch (e) {
+      d = null;
+    }
+    if (!d || typeof d !== 'object' || d.all || !Array.isArray(d.changes) || !loaded) {
+      wantAll = true;
+    } else {
+      for (const ch of d.changes) {
+        if (!ch || typeof ch.agent !== 'string') continue;
+        const name = ch.agent;
+        if (ch.gone) {
+          dropAgent(name);
+          for (const k of pending.keys()) if (pending.get(k).agent === name) pending.delete(k);
+          continue;
         }
-        if (!r.ok) {
-          setConn(r.message, 'bad');
-          return;
+        if (ch.outline || !agents.has(name)) pending.set('o' + SEP + name, { agent: name });
+        for (const c of list(ch.conversations)) {
+          if (!c || typeof c.id !== 'string') continue;
+          const have = convs.get(name + SEP + c.id);
+          if (!have || have.rev !== num(c.rev)) pending.set('c' + SEP + name + SEP + c.id, { agent: name, id: c.id });
         }
-        state = r.data && Array.isArray(r.data.agents) ? r.data : { agents: [] };
+        for (const id of list(ch.removed)) if (typeof id === 'string') convs.delete(name + SEP + id);
+      }
+      render();
+    }
+    if (d && typeof d.rev === 'string') eventRev = d.rev;
+    pump();
+  }
+
+  // pump reads what is queued, one part at a time; each read is drawn
+  // as it arrives. Reads never wait for drawing.
+  async function pump() {
+    if (reading) return;
+    reading = true;
+    let ok = true;
+    try {
+      while (view === 'main' && (wantAll || pending.size)) {
+        if (wantAll) {
+          wantAll = false;
+          if (!(await readAll())) return;
+          render();
+          continue;
+        }
+        const [k, job] = pending.entries().next().value;
+        pending.delete(k);
+        if (!(job.id === undefined ? await readOutline(job.agent) : await readConversation(job.agent, job.id))) ok = false;
         render();
-      } while (again);
+      }
+      // Holding every part the last event named: a reconnect may get 304.
+      stateRev = ok && eventRev ? eventRev : (ok ? stateRev : '');
     } finally {
-      refreshing = false;
+      reading = false;
+    }
+  }
+
+  function refresh() {
+    wantAll = true;
+    return pump();
+  }
+
+  // ---------------------------------------------------------------- drawing in slices
+
+  // Drawing never holds the page for long: a pass draws the page's frame
+  // (agents, conversation heads, questions, composers) and reuses every
+  // item whose content did not change; markdown items that changed are
+  // drawn as jobs, in slices of at most SLICE_MS, the conversations on
+  // screen first. Taps and typing run between slices, and a write is sent
+  // before anything is drawn for it.
+  const SLICE_MS = 8;
+  const jobs = []; // { ck: conversation key, run }
+  let passTimer = 0;
+  let workTimer = 0;
+  const onScreen = new Set(); // conversation keys on screen
+  const seenObserver = 'IntersectionObserver' in window ? new IntersectionObserver((entries) => {
+    for (const e of entries) {
+      if (e.isIntersecting) onScreen.add(e.target.ck);
+      else onScreen.delete(e.target.ck);
+    }
+  }) : null;
+
+  // render asks for a pass soon; passes are coalesced.
+  function render() {
+    if (!passTimer) passTimer = setTimeout(pass, 0);
+  }
+
+  // renderNow draws at once, for a handler that moves focus next.
+  function renderNow() {
+    clearTimeout(passTimer);
+    pass();
+  }
+
+  function work(since) {
+    workTimer = 0;
+    const start = since || performance.now();
+    while (jobs.length && performance.now() - start < SLICE_MS) {
+      let i = jobs.findIndex((j) => onScreen.has(j.ck));
+      if (i < 0) i = 0;
+      jobs.splice(i, 1)[0].run();
+    }
+    if (jobs.length) {
+      main.setAttribute('aria-busy', 'true');
+      if (!workTimer) workTimer = setTimeout(work, 0);
+    } else {
+      main.removeAttribute('aria-busy');
     }
   }
 
   // ---------------------------------------------------------------- the main view
 
   let me = {};
-  let state = null;
   const agentNodes = new Map(); // agent name → section
-  const convNodes = new Map(); // conversation key → { sig, node }
+  const convNodes = new Map(); // conversation key → { sig, node, items, itemCache }
   const convVersion = new Map(); // conversation key → counter of page-side changes
   const cards = new Map(); // question key → { busy, error, done, confirm }
   const agentMsgs = new Map(); // agent name → { text, error }
@@ -847,23 +1094,31 @@
     return Array.isArray(v) ? v : [];
   }
 
-  // render draws state. Conversations whose data and page-side state did
-  // not change keep their nodes, so typing and focus are not disturbed.
-  function render() {
-    if (view !== 'main' || !state) return;
+  // pass draws what the page holds. Conversations whose data and page-side
+  // state did not change keep their nodes, so typing and focus are not
+  // disturbed; items that did not change keep theirs.
+  function pass() {
+    passTimer = 0;
+    if (view !== 'main' || !loaded) return;
+    const start = performance.now();
     const focus = rememberFocus();
     const seenCards = new Set();
     const seenConvs = new Set();
     const waiting = [];
     const sections = [];
-    for (const a of list(state.agents)) {
+    for (const name of order) {
+      const a = agents.get(name);
       if (!a || typeof a.name !== 'string') continue;
       sections.push(renderAgent(a, seenConvs, seenCards, waiting));
     }
     for (const k of cards.keys()) if (!seenCards.has(k)) cards.delete(k);
-    for (const k of convNodes.keys()) if (!seenConvs.has(k)) convNodes.delete(k);
-    const names = new Set(list(state.agents).map((a) => a && a.name));
-    for (const k of agentNodes.keys()) if (!names.has(k)) agentNodes.delete(k);
+    for (const [k, cn] of convNodes) {
+      if (seenConvs.has(k)) continue;
+      if (seenObserver && cn.node) seenObserver.unobserve(cn.node);
+      onScreen.delete(k);
+      convNodes.delete(k);
+    }
+    for (const k of agentNodes.keys()) if (!agents.has(k)) agentNodes.delete(k);
     const nodes = [renderSummary(waiting)];
     if (sections.length === 0) {
       nodes.push(el('section', { class: 'card notice' },
@@ -873,6 +1128,7 @@
     sync(main, nodes.concat(sections));
     document.title = waiting.length ? 'Collie (' + waiting.length + ')' : 'Collie';
     restoreFocus(focus);
+    work(start);
   }
 
   function renderSummary(waiting) {
@@ -929,37 +1185,34 @@
     }
     const m = agentMsgs.get(a.name);
     parts.push(el('p', { class: 'msg' + (m && m.error ? ' error' : ''), role: 'status' }, m ? m.text : ''));
-    const convs = [];
+    const convList = [];
     if (snap) {
       for (const sp of list(snap.spaces)) {
         for (const tab of list(sp && sp.tabs)) {
-          for (const c of list(tab && tab.conversations)) {
-            if (!c || typeof c.id !== 'string') continue;
-            const key = convKey(a.name, c);
+          for (const id of list(tab && tab.conversations)) {
+            if (typeof id !== 'string') continue;
+            const key = a.name + SEP + id;
+            const held = convs.get(key);
+            if (!held || seenConvs.has(key)) continue; // not read yet, or shown already
+            const c = held.conv;
             seenConvs.add(key);
             for (const q of list(c.questions)) {
+              if (!q || typeof q.id !== 'string') continue;
               const qk = questionKey(a.name, c, q);
               seenCards.add(qk);
               const cs = cards.get(qk);
               if (!(cs && cs.done)) waiting.push({ key: qk, title: q.title || q.id, agent: title });
             }
             const ctx = { agent: a.name, space: sp, tab, conv: c, key, reachable: !!a.reachable };
-            const sig = JSON.stringify([c, sp.title, tab.title, ctx.reachable, convVersion.get(key) || 0]);
-            const cached = convNodes.get(key);
-            if (cached && cached.sig === sig) convs.push(cached.node);
-            else {
-              const node = renderConversation(ctx);
-              convNodes.set(key, { sig, node });
-              convs.push(node);
-            }
+            convList.push(drawConversation(ctx));
           }
         }
       }
-      if (convs.length === 0) convs.push(el('p', { class: 'muted' }, 'No conversations.'));
+      if (convList.length === 0) convList.push(el('p', { class: 'muted' }, 'No conversations.'));
     } else {
-      convs.push(el('p', { class: 'muted' }, 'Nothing from this agent yet.'));
+      convList.push(el('p', { class: 'muted' }, 'Nothing from this agent yet.'));
     }
-    sync(section.convs, convs);
+    sync(section.convs, convList);
     parts.push(section.convs);
     sync(section, parts);
     return section;
@@ -971,7 +1224,31 @@
     return agentIds.get(name);
   }
 
-  function renderConversation(ctx) {
+  // drawConversation returns the conversation's node, kept from one
+  // pass to the next: when its data or page-side state changed, its head,
+  // questions, composer and actions are drawn again around its items
+  // container, which never moves (moving it would make the browser style
+  // and lay out every item again).
+  function drawConversation(ctx) {
+    const key = ctx.key;
+    let cn = convNodes.get(key);
+    if (!cn) {
+      const items = el('div', { class: 'items' });
+      cn = { sig: null, conv: null, items, itemCache: new Map(), node: el('article', null, items) };
+      cn.node.ck = key;
+      if (seenObserver) seenObserver.observe(cn.node);
+      convNodes.set(key, cn);
+    }
+    const sig = [ctx.space && ctx.space.title, ctx.tab && ctx.tab.title, ctx.reachable, convVersion.get(key) || 0];
+    if (cn.conv === ctx.conv && cn.sig && sig.every((v, i) => v === cn.sig[i])) return cn.node;
+    if (cn.conv !== ctx.conv) syncItems(ctx, cn);
+    cn.conv = ctx.conv;
+    cn.sig = sig;
+    renderConversation(ctx, cn.node, cn.items);
+    return cn.node;
+  }
+
+  function renderConversation(ctx, article, items) {
     const c = ctx.conv;
     const titleId = uid('conv');
     const where = [ctx.space && ctx.space.title, ctx.tab && ctx.tab.title].filter((t) => typeof t === 'string' && t).join(' › ');
@@ -979,16 +1256,106 @@
       el('h3', { id: titleId }, c.title || c.id),
       c.closed ? el('span', { class: 'badge closed' }, 'Closed') : null,
       where ? el('p', { class: 'muted small where' }, where) : null);
-    const items = el('div', { class: 'items' }, list(c.items).map((it) => renderItem(ctx, it)));
-    const questions = list(c.questions).map((q) => renderQuestion(ctx, q));
+    const questions = list(c.questions).map((q) => renderQuestion(ctx, q)).filter(Boolean);
     const m = convMsgs.get(ctx.key);
-    return el('article', { class: 'conv' + (c.closed ? ' is-closed' : ''), 'aria-labelledby': titleId, data: { conv: c.id } },
-      head,
-      items,
+    article.className = 'conv' + (c.closed ? ' is-closed' : '');
+    article.setAttribute('aria-labelledby', titleId);
+    article.dataset.conv = c.id;
+    for (const ch of Array.from(article.childNodes)) if (ch !== items) ch.remove();
+    items.before(head);
+    const after = [
       questions.length ? el('div', { class: 'questions' }, questions) : null,
       c.closed ? null : renderComposer(ctx),
       renderConvActions(ctx),
-      el('p', { class: 'msg' + (m && m.error ? ' error' : ''), role: 'status' }, m ? m.text : ''));
+      el('p', { class: 'msg' + (m && m.error ? ' error' : ''), role: 'status' }, m ? m.text : ''),
+    ].filter(Boolean);
+    items.after(...after);
+  }
+
+  const SHOW_CHARS = 65536;
+
+  function itemSize(it) {
+    const t = it.tool && typeof it.tool === 'object' ? it.tool : {};
+    return [it.text, t.output, t.summary].reduce((n, v) => n + (typeof v === 'string' ? v.length : 0), 64);
+  }
+
+  // sameItem: nothing drawn of the item differs.
+  function sameItem(a, b) {
+    if (a === b) return true;
+    if (!a || !b || a.kind !== b.kind || a.id !== b.id || a.role !== b.role || a.text !== b.text || a.language !== b.language || a.url !== b.url) return false;
+    const x = a.tool && typeof a.tool === 'object' ? a.tool : {};
+    const y = b.tool && typeof b.tool === 'object' ? b.tool : {};
+    return x.name === y.name && x.summary === y.summary && x.output === y.output && x.status === y.status;
+  }
+
+  // syncItems makes the items container show the conversation's items,
+  // keyed by id: an item whose content did not change keeps its node (its
+  // markdown is parsed once per content); a changed markdown item is
+  // drawn by a job, a placeholder standing in until then.
+  function syncItems(ctx, cn) {
+    const all = list(ctx.conv.items).filter((it) => it && typeof it === 'object');
+    // The newest items, up to SHOW_CHARS of text (more at each tap on
+    // "Show earlier items"): however much an agent sends, the page holds
+    // and lays out a bounded amount.
+    let budget = SHOW_CHARS * (cn.more || 1);
+    let from = all.length;
+    while (from > 0) {
+      const n = itemSize(all[from - 1]);
+      if (from < all.length && n > budget) break;
+      budget -= n;
+      from -= 1;
+    }
+    const seen = new Map(); // id → occurrences
+    const nodes = [];
+    const keep = new Set();
+    if (from > 0) {
+      nodes.push(button('Show ' + from + (from === 1 ? ' earlier item' : ' earlier items'), { class: 'secondary small-btn earlier', data: { focus: ctx.key + SEP + 'earlier' } }, () => {
+        cn.more = (cn.more || 1) + 1;
+        cn.conv = null; // draw the items again
+        render();
+      }));
+    }
+    for (let i = 0; i < all.length; i += 1) {
+      const it = all[i];
+      const id = typeof it.id === 'string' ? it.id : '';
+      const n = seen.get(id) || 0;
+      seen.set(id, n + 1);
+      if (i < from) continue;
+      const k = id + SEP + n;
+      keep.add(k);
+      let c = cn.itemCache.get(k);
+      if (!c || !sameItem(c.it, it)) {
+        c = { it, node: null };
+        cn.itemCache.set(k, c);
+        if (it.kind === 'markdown') {
+          // Parsed once for this content, a piece per job; the item has
+          // its data-item once whole.
+          const pieces = mdPieces(typeof it.text === 'string' ? it.text : '');
+          const entry = c;
+          const node = el('div', { class: 'item md drawing', data: { drawing: id } });
+          entry.node = node;
+          let next = 0;
+          const job = { ck: ctx.key, run: () => {
+            if (cn.itemCache.get(k) !== entry) return; // changed again since
+            add(node, renderMarkdown(pieces[next]));
+            next += 1;
+            if (next < pieces.length) {
+              jobs.unshift(job);
+              return;
+            }
+            node.classList.remove('drawing');
+            delete node.dataset.drawing;
+            node.dataset.item = id;
+          } };
+          jobs.push(job);
+        } else {
+          c.node = renderItem(ctx, it);
+        }
+      }
+      if (c.node) nodes.push(c.node);
+    }
+    for (const k of cn.itemCache.keys()) if (!keep.has(k)) cn.itemCache.delete(k);
+    sync(cn.items, nodes);
   }
 
   // ---------------------------------------------------------------- items
@@ -1366,7 +1733,7 @@
       row.push(button('Rename', { class: 'secondary small-btn', data: { focus: fk('rename') } }, () => {
         renaming.add(ctx.key);
         touch(ctx.key);
-        render();
+        renderNow();
         const input = findFocus(fk('rename-input'));
         if (input) input.focus();
       }));
