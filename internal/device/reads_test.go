@@ -355,3 +355,28 @@ func TestFeedSaysWhatChanged(t *testing.T) {
 		t.Fatalf("event %+v (state's ETag %s), want changes %+v", ev, h.Get("ETag"), want)
 	}
 }
+
+// FuzzETagMatch: If-None-Match never panics; a header that is the tag,
+// or lists it among others, weak or not, matches; one that does not name
+// it (and is not "*") does not.
+func FuzzETagMatch(f *testing.F) {
+	for _, s := range []string{`"e.1"`, `"a", "e.1"`, `W/"e.1"`, "*", "", `"e.10"`, `e.1`, `,,"e.1",`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, header string) {
+		const etag = `"e.1"`
+		got := etagMatch(header, etag)
+		named := strings.TrimSpace(header) == "*"
+		for tok := range strings.SplitSeq(header, ",") {
+			if strings.TrimPrefix(strings.TrimSpace(tok), "W/") == etag {
+				named = true
+			}
+		}
+		if got != named {
+			t.Fatalf("etagMatch(%q) = %v, want %v", header, got, named)
+		}
+		if !etagMatch(etag+", "+header, etag) {
+			t.Fatalf("a list that starts with the tag did not match: %q", header)
+		}
+	})
+}
