@@ -3,15 +3,14 @@ package bridge
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/collie-linux/collie/internal/durable"
+	"github.com/collie-linux/collie/internal/memnet"
 	"github.com/collie-linux/collie/internal/upstream"
 	"github.com/collie-linux/collie/internal/wire"
 )
@@ -21,60 +20,10 @@ import (
 // testing/synctest bubble, where a real socket's reads would not count as
 // durably blocked. Requests are counted at the agent.
 
-// memListener is a listener whose connections are net.Pipe pairs.
-type memListener struct {
-	conns  chan net.Conn
-	closed chan struct{}
-	once   sync.Once
-	dials  atomic.Int64
-}
-
-func newMemListener() *memListener {
-	return &memListener{conns: make(chan net.Conn), closed: make(chan struct{})}
-}
-
-func (l *memListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *memListener) Close() error {
-	l.once.Do(func() { close(l.closed) })
-	return nil
-}
-
-func (l *memListener) Addr() net.Addr { return memAddr{} }
-
-func (l *memListener) DialContext(ctx context.Context, _, _ string) (net.Conn, error) {
-	l.dials.Add(1)
-	client, server := net.Pipe()
-	select {
-	case l.conns <- server:
-		return client, nil
-	case <-l.closed:
-		client.Close()
-		server.Close()
-		return nil, &upstream.Unreachable{Reason: "no socket at mem"}
-	case <-ctx.Done():
-		client.Close()
-		server.Close()
-		return nil, ctx.Err()
-	}
-}
-
-type memAddr struct{}
-
-func (memAddr) Network() string { return "mem" }
-func (memAddr) String() string  { return "mem" }
-
-// memAgent is a durable.Server served on a memListener.
+// memAgent is a durable.Server served on a memnet.Listener.
 type memAgent struct {
 	srv      *durable.Server
-	l        *memListener
+	l        *memnet.Listener
 	hs       *http.Server
 	requests atomic.Int64 // requests that reached the agent
 	token    atomic.Value // string: the token the bridge sends; "" for the socket
@@ -97,7 +46,8 @@ func startMemAgent(t *testing.T, o agentOptions) *memAgent {
 		t.Fatal(err)
 	}
 	setTitle(t, srv, "one")
-	m := &memAgent{srv: srv, l: newMemListener()}
+	m := &memAgent{srv: srv, l: memnet.New()}
+	m.l.DialClosed = &upstream.Unreachable{Reason: "no socket at mem"}
 	h := srv.Handler()
 	if o.remote {
 		m.token.Store(memToken)

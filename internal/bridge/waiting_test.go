@@ -160,10 +160,10 @@ func TestDownAgentK8(t *testing.T) {
 			if st := status(b); st.Reachable {
 				t.Fatalf("status %+v after the agent stopped, want unreachable at once", st)
 			}
-			d0 := m.l.dials.Load()
+			d0 := m.l.Dials()
 			time.Sleep(5 * time.Minute)
 			synctest.Wait()
-			if n := m.l.dials.Load() - d0; n > 30 {
+			if n := m.l.Dials() - d0; n > 30 {
 				t.Errorf("a stopped agent was dialled %d times in 5 minutes, want at most 30 (K8)", n)
 			}
 		})
