@@ -18,6 +18,8 @@ var allowedSkips = []struct{ file, call string }{
 	// The entry point of a helper process: the test binary runs itself
 	// with ATOMICFILE_HELPER set; without it there is nothing to do.
 	{"internal/atomicfile/stale_test.go", `"a helper process of TestRemoveStale"`},
+	// The child process of BenchmarkLoadThousand, which runs it.
+	{"internal/bridge/load_test.go", `"the bridge side of BenchmarkLoadThousand; run by it"`},
 	// -short asks for the quick tests; CI does not pass it.
 	{"internal/device/browser_test.go", `"-short: the real-browser test`},
 	// Another operating system, not a machine that lacks something.
