@@ -177,7 +177,7 @@ func (a *API) authed(next http.HandlerFunc) http.Handler {
 }
 
 func notPaired(w http.ResponseWriter) {
-	apiError(w, http.StatusUnauthorized, "not-paired", "this device is not paired, or was revoked; pair it again with: collie pair")
+	apiErrorHint(w, http.StatusUnauthorized, "not-paired", "this device is not paired, or was revoked", "pair it again with: collie pair")
 }
 
 // replyRead writes a read's reply, unless the device was revoked while it
@@ -215,7 +215,7 @@ func (a *API) pair(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	d, cred, err := a.o.Store.Add(req.Name)
 	if err != nil {
-		apiError(w, http.StatusInternalServerError, "internal", "the bridge could not save the device; see journalctl --user -u collie")
+		apiErrorHint(w, http.StatusInternalServerError, "internal", "the bridge could not save the device", "see journalctl --user -u collie")
 		a.o.Log.Error("save a paired device", "err", err)
 		return
 	}
@@ -261,7 +261,7 @@ func (a *API) receipts(w http.ResponseWriter, r *http.Request) {
 	list, err := a.o.Audit.Receipts(deviceOf(r.Context()).ID, since)
 	if err != nil {
 		a.o.Log.Error("read receipts", "err", err)
-		apiError(w, http.StatusInternalServerError, "internal", "the bridge could not read the receipts; see journalctl --user -u collie")
+		apiErrorHint(w, http.StatusInternalServerError, "internal", "the bridge could not read the receipts", "see journalctl --user -u collie")
 		return
 	}
 	if list == nil {
@@ -295,7 +295,7 @@ func (a *API) noSuchWrite(w http.ResponseWriter, r *http.Request, c *call) {
 	for _, wr := range wire.Writes() {
 		names = append(names, wr.Name)
 	}
-	apiError(w, http.StatusNotFound, wire.CodeNotFound, fmt.Sprintf("there is no write called %q; use one of %s", r.PathValue("write"), strings.Join(names, ", ")))
+	apiErrorHint(w, http.StatusNotFound, wire.CodeNotFound, fmt.Sprintf("there is no write called %q", r.PathValue("write")), "use one of "+strings.Join(names, ", "))
 }
 
 // write runs a write that passed the gate (D6): the request is checked
@@ -353,7 +353,7 @@ func (a *API) answer(w http.ResponseWriter, r *http.Request, d Device, agent str
 		if req.Confirm == "" {
 			tok, exp, err := a.decided.offer(c)
 			if err != nil {
-				apiError(w, http.StatusInternalServerError, "internal", "the bridge could not make a confirmation; try again")
+				apiErrorHint(w, http.StatusInternalServerError, "internal", "the bridge could not make a confirmation", "try again")
 				return
 			}
 			var cr ConfirmReply
@@ -474,9 +474,25 @@ func decodeBody(r *http.Request, v any) error {
 }
 
 func apiError(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Cache-Control", "no-store")
-	wire.WriteError(w, status, code, msg)
+	apiErrorHint(w, status, code, msg, "")
+}
+
+// ErrorBody is the device API's error reply: the protocol's error (code
+// and message) and, apart from the message, the fix when there is one, so
+// a device can show it as such (issue 10).
+type ErrorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Hint    string `json:"hint,omitempty"`
+	} `json:"error"`
+}
+
+// apiErrorHint writes an error whose fix, hint, is kept apart from msg.
+func apiErrorHint(w http.ResponseWriter, status int, code, msg, hint string) {
+	var e ErrorBody
+	e.Error.Code, e.Error.Message, e.Error.Hint = code, msg, hint
+	writeJSON(w, status, e)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -494,3 +494,27 @@ func TestFlood(t *testing.T) {
 		t.Fatalf("A1: the flood's refusals are not audited: %q", f.audit.last())
 	}
 }
+
+// TestErrorHintApart: the device API keeps an error's fix apart from its
+// message, as the CLI's error: and hint: lines do (issue 10 item 10).
+func TestErrorHintApart(t *testing.T) {
+	f := newFixture(t)
+	for _, tt := range []struct {
+		method, path, cred string
+		status             int
+		code, hint         string
+	}{
+		{"GET", "/api/v1/state", "", 401, "not-paired", "pair it again with: collie pair"},
+		{"GET", "/api/v1/agents/nobody", f.cred, 404, wire.CodeUnknownTarget, "read /api/v1/state for the list"},
+		{"POST", "/api/v1/agents/demo/frobnicate", f.cred, 404, wire.CodeNotFound, "use one of answer, send"},
+	} {
+		status, body := f.do(t, tt.method, tt.path, tt.cred, "{}", writeHdr)
+		var eb ErrorBody
+		if err := json.Unmarshal([]byte(body), &eb); err != nil || status != tt.status || eb.Error.Code != tt.code {
+			t.Fatalf("%s %s: %d %s", tt.method, tt.path, status, body)
+		}
+		if !strings.HasPrefix(eb.Error.Hint, tt.hint) || eb.Error.Message == "" || strings.Contains(eb.Error.Message, eb.Error.Hint) {
+			t.Errorf("%s %s: message %q, hint %q; want the hint %q apart from the message", tt.method, tt.path, eb.Error.Message, eb.Error.Hint, tt.hint)
+		}
+	}
+}

@@ -85,7 +85,7 @@ func (rt *router) write(pattern string, spec gateSpec, h gatedFunc) {
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !rt.a.site.hostOK(r) {
 		rt.a.refusals.add(refusal{source: sourceOf(r), Refusal: Refusal{Code: "wrong-host", Reason: "another host name"}})
-		apiError(w, http.StatusMisdirectedRequest, "wrong-host", "this is not the address of Collie's device API; open the address collie pair prints")
+		apiErrorHint(w, http.StatusMisdirectedRequest, "wrong-host", "this is not the address of Collie's device API", "open the address collie pair prints")
 		return
 	}
 	switch r.Method {

@@ -119,7 +119,7 @@ func (a *API) agentRead(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("agent")
 	p, ok := o.byName[name]
 	if !ok {
-		apiError(w, http.StatusNotFound, wire.CodeUnknownTarget, fmt.Sprintf("no durable agent called %q is attached; read /api/v1/state for the list", name))
+		apiErrorHint(w, http.StatusNotFound, wire.CodeUnknownTarget, fmt.Sprintf("no durable agent called %q is attached", name), "read /api/v1/state for the list")
 		return
 	}
 	if notModified(w, r, a.outlook.etag(p.rev)) {
@@ -139,7 +139,7 @@ func (a *API) conversationRead(w http.ResponseWriter, r *http.Request) {
 	name, id := r.PathValue("agent"), r.PathValue("id")
 	p, ok := o.byName[name]
 	if !ok {
-		apiError(w, http.StatusNotFound, wire.CodeUnknownTarget, fmt.Sprintf("no durable agent called %q is attached; read /api/v1/state for the list", name))
+		apiErrorHint(w, http.StatusNotFound, wire.CodeUnknownTarget, fmt.Sprintf("no durable agent called %q is attached", name), "read /api/v1/state for the list")
 		return
 	}
 	c, ok := p.convs[id]
