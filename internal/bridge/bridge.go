@@ -30,6 +30,7 @@ import (
 	"github.com/collie-linux/collie/internal/device"
 	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/sources"
+	"github.com/collie-linux/collie/internal/systemd"
 	"github.com/collie-linux/collie/internal/systemd/journald"
 	"github.com/collie-linux/collie/internal/upstream"
 	"github.com/collie-linux/collie/internal/view"
@@ -167,9 +168,9 @@ func (b *Bridge) Run(ctx context.Context) error {
 	}
 	defer stopDevices()
 	b.o.Log.Info("collie daemon started", journald.MessageID(journald.MsgDaemonStarted), "control", b.o.Paths.Control(), "agents", len(b.Agents()), "devices", b.apiURL)
-	b.o.Notify("READY=1\n" + b.statusLine())
+	b.o.Notify(systemd.StateReady + "\n" + b.statusLine())
 	err = control.Serve(ctx, l, b, b.o.Log)
-	b.o.Notify("STOPPING=1")
+	b.o.Notify(systemd.StateStopping)
 	b.stopAll()
 	return err
 }
@@ -422,7 +423,7 @@ func (b *Bridge) statusLine() string {
 			up++
 		}
 	}
-	return fmt.Sprintf("STATUS=%d of %d durable agents reachable", up, len(agents))
+	return systemd.Status(fmt.Sprintf("%d of %d durable agents reachable", up, len(agents)))
 }
 
 // Agents implements control.Backend.
