@@ -37,7 +37,7 @@ run: build
 # skip and say why. The tests that hold a page to a time budget run after the
 # rest, alone: on a 2-core machine a budget in milliseconds means nothing
 # beside a dozen test binaries and a user manager.
-ALONE := ^TestHostileSnapshotKeepsPageResponsive_X6_D6$$
+ALONE := ^(TestHostileSnapshotKeepsPageResponsive_X6_D6|TestWebAppInChromium)$$
 test: deps lint cross
 	$(GO) test -count=1 -skip '$(ALONE)' ./...
 	$(GO) test -count=1 -run '$(ALONE)' -v ./internal/device
