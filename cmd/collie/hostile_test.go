@@ -1,24 +1,20 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/collie-linux/collie/internal/bridge"
 	"github.com/collie-linux/collie/internal/config"
-	"github.com/collie-linux/collie/internal/privsock"
+	"github.com/collie-linux/collie/internal/hostiletest"
 	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/sources"
 	"github.com/collie-linux/collie/internal/view"
@@ -26,7 +22,7 @@ import (
 )
 
 // pwn is what a hostile agent would like to reach the user's terminal.
-const pwn = "\x1b]0;pwned\x07\u202e\U000E0041"
+const pwn = hostiletest.Pwn
 
 // assertTerminalSafe fails when out holds a control character other than
 // newline (and tab, where allowed), or a direction, invisible or format
@@ -46,28 +42,9 @@ func assertTerminalSafe(t *testing.T, what, out string, tabs bool) {
 // hostile status line and error body.
 func serveHostile(t *testing.T, path string) {
 	t.Helper()
-	l, err := privsock.Listen(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
 	body := `{"error":{"code":"x` + pwn + `","message":"m \u001b[2J\u202e\udb40\udc41"}}`
-	reply := "HTTP/1.1 500 " + pwn + "\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\nConnection: close\r\n\r\n" + body
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func(c net.Conn) {
-				defer c.Close()
-				if req, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
-					io.Copy(io.Discard, req.Body)
-					io.WriteString(c, reply)
-				}
-			}(c)
-		}
-	}()
+	reply := hostiletest.Reply("500 "+pwn, "", body)
+	hostiletest.Serve(t, path, func(string) string { return reply })
 }
 
 // hostileEnv sets up XDG folders with one hostile agent attached.

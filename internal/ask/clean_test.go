@@ -1,24 +1,19 @@
 package ask
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/collie-linux/collie/internal/privsock"
+	"github.com/collie-linux/collie/internal/hostiletest"
 	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
-const pwn = "\x1b]0;pwned\x07\u202e\U000E0041"
+const pwn = hostiletest.Pwn
 
 // serveHostile answers every request on a private socket with reply.
 func serveHostile(t *testing.T, reply string) string {
@@ -29,31 +24,8 @@ func serveHostile(t *testing.T, reply string) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	path := filepath.Join(dir, "desk", "evil.sock")
-	l, err := privsock.Listen(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func(c net.Conn) {
-				defer c.Close()
-				if req, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
-					io.Copy(io.Discard, req.Body)
-					io.WriteString(c, reply)
-				}
-			}(c)
-		}
-	}()
+	hostiletest.Serve(t, path, func(string) string { return reply })
 	return path
-}
-
-func reply(status, body string) string {
-	return "HTTP/1.1 " + status + "\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\nConnection: close\r\n\r\n" + body
 }
 
 // TestAskHostileAgentX1: what a hostile agent answers (its status line,
@@ -66,14 +38,14 @@ func TestAskHostileAgentX1(t *testing.T) {
 		args        []string
 		exit        int
 	}{
-		{"X1_status_line", reply("500 "+pwn, ""), []string{"--yes-no", "t"}, ExitError},
-		{"X1_error_json", reply("403 "+pwn, `{"error":{"code":"caller-refused","message":"no \u001b]0;pwned\u0007\u202e"}}`), []string{"--yes-no", "t"}, ExitError},
-		{"X1_bad_json_key", reply("200 OK", `{"status":"answered","\u001b]0;pwned\u0007\u202e":1}`), []string{"--yes-no", "t"}, ExitError},
+		{"X1_status_line", hostiletest.Reply("500 "+pwn, "", ""), []string{"--yes-no", "t"}, ExitError},
+		{"X1_error_json", hostiletest.Reply("403 "+pwn, "", `{"error":{"code":"caller-refused","message":"no \u001b]0;pwned\u0007\u202e"}}`), []string{"--yes-no", "t"}, ExitError},
+		{"X1_bad_json_key", hostiletest.Reply("200 OK", "", `{"status":"answered","\u001b]0;pwned\u0007\u202e":1}`), []string{"--yes-no", "t"}, ExitError},
 		{"X1_header_line", "HTTP/1.1 200 OK\r\n" + pwn + "\r\n\r\n", []string{"--yes-no", "t"}, ExitError},
-		{"X1_line_answer", reply("200 OK", answered), []string{"--line", "t"}, ExitYes},
-		{"X1_line_answer_json", reply("200 OK", answered), []string{"--line", "--json", "t"}, ExitYes},
-		{"X1_form_values", reply("200 OK", answered), []string{"--form", "f=F", "t"}, ExitYes},
-		{"X1_yes_no_reason", reply("200 OK", answered), []string{"--yes-no", "t"}, ExitYes},
+		{"X1_line_answer", hostiletest.Reply("200 OK", "", answered), []string{"--line", "t"}, ExitYes},
+		{"X1_line_answer_json", hostiletest.Reply("200 OK", "", answered), []string{"--line", "--json", "t"}, ExitYes},
+		{"X1_form_values", hostiletest.Reply("200 OK", "", answered), []string{"--form", "f=F", "t"}, ExitYes},
+		{"X1_yes_no_reason", hostiletest.Reply("200 OK", "", answered), []string{"--yes-no", "t"}, ExitYes},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

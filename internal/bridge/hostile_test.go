@@ -1,60 +1,23 @@
 package bridge
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/collie-linux/collie/internal/privsock"
+	"github.com/collie-linux/collie/internal/hostiletest"
 	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/sources"
 	"github.com/collie-linux/collie/internal/view"
 )
 
 // pwn is what a hostile agent would like to reach a terminal or a page.
-const pwn = "\x1b]0;pwned\x07\u202e\U000E0041"
-
-// serveBytes answers each request on a private socket at path with what
-// reply returns for its URL path.
-func serveBytes(t *testing.T, path string, reply func(urlPath string) string) {
-	t.Helper()
-	l, err := privsock.Listen(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func(c net.Conn) {
-				defer c.Close()
-				req, err := http.ReadRequest(bufio.NewReader(c))
-				if err != nil {
-					return
-				}
-				io.Copy(io.Discard, req.Body)
-				io.WriteString(c, reply(req.URL.Path))
-			}(c)
-		}
-	}()
-}
-
-func rawReply(status, body string) string {
-	return "HTTP/1.1 " + status + "\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\nConnection: close\r\n\r\n" + body
-}
+const pwn = hostiletest.Pwn
 
 // recorder keeps the message and every attribute value of each log record,
 // as a journald handler would write them: raw, unquoted.
@@ -108,18 +71,18 @@ func TestBridgeHostileAgentX1(t *testing.T) {
 	status := filepath.Join(tmp, "status", "desk", "a.sock")
 	errJSON := filepath.Join(tmp, "errjson", "desk", "a.sock")
 	names := filepath.Join(tmp, "names", "desk", "a.sock")
-	serveBytes(t, status, func(string) string { return rawReply("500 "+pwn, "") })
-	serveBytes(t, errJSON, func(p string) string {
+	hostiletest.Serve(t, status, func(string) string { return hostiletest.Reply("500 "+pwn, "", "") })
+	hostiletest.Serve(t, errJSON, func(p string) string {
 		if p == "/v1/hello" {
-			return rawReply("200 "+pwn, `{"protocol":1,"agent":"ok"}`)
+			return hostiletest.Reply("200 "+pwn, "", `{"protocol":1,"agent":"ok"}`)
 		}
-		return rawReply("503 "+pwn, `{"error":{"code":"busy`+pwn+`","message":"try \u001b[2J\u202elater"}}`)
+		return hostiletest.Reply("503 "+pwn, "", `{"error":{"code":"busy`+pwn+`","message":"try \u001b[2J\u202elater"}}`)
 	})
-	serveBytes(t, names, func(p string) string {
+	hostiletest.Serve(t, names, func(p string) string {
 		if p == "/v1/hello" {
-			return rawReply("200 "+pwn, `{"protocol":1,"agent":"me\u001b]0;x\u0007\u202e"}`)
+			return hostiletest.Reply("200 "+pwn, "", `{"protocol":1,"agent":"me\u001b]0;x\u0007\u202e"}`)
 		}
-		return rawReply("200 OK", `{"spaces":[{"id":"s","title":"t\u001b[2J\u202e","tabs":[]}],"x\u001b]0;pwned\u0007":1}`)
+		return hostiletest.Reply("200 OK", "", `{"spaces":[{"id":"s","title":"t\u001b[2J\u202e","tabs":[]}],"x\u001b]0;pwned\u0007":1}`)
 	})
 	rec := &recorder{}
 	h, b := startWith(t, func(o *Options) { o.Log = slog.New(recHandler{r: rec}) },

