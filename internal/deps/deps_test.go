@@ -23,7 +23,7 @@ var (
 		"internal/control", "internal/audit", "internal/view", "internal/doctor", "internal/config"}
 	agentSide  = []string{"internal/durable/...", "internal/callercheck", "internal/runcmd"}
 	testHelper = []string{"testing", "internal/testenv", "internal/systemdtest", "internal/tlstest",
-		"internal/durable/durabletest", "internal/hostiletest", "internal/memnet", "internal/e2e/..."}
+		"internal/durable/durabletest", "internal/hostiletest", "internal/memnet", "internal/push/webpush/pushtest", "internal/e2e/..."}
 	binaries = []string{"cmd/collie", "cmd/collie-agent"}
 )
 
