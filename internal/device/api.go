@@ -63,6 +63,9 @@ type Options struct {
 	// Site is the listener's allow-list of host names and origins
 	// (Listener.Site); requests for any other host are refused.
 	Site *Site
+	// WebPushKey is the VAPID public key pages subscribe with
+	// (webpush.Provider.PublicKey); "" when Web Push is off.
+	WebPushKey string
 }
 
 // API serves the device API, /api/v1/.
@@ -152,6 +155,10 @@ func (a *API) routes() *router {
 	rt.read("GET /api/v1/agents/{agent}", a.authed(a.agentRead))
 	rt.read("GET /api/v1/agents/{agent}/conversations/{id}", a.authed(a.conversationRead))
 	rt.read("GET /api/v1/receipts", a.authed(a.receipts))
+	// Web Push: the key, and this device's own subscription (pushapi.go).
+	rt.read("GET /api/v1/push", a.authed(a.pushRead))
+	rt.write("POST /api/v1/push/subscription", gateSpec{write: "push.subscribe", paired: true, source: a.srcWrite}, a.pushSubscribe)
+	rt.write("DELETE /api/v1/push/subscription", gateSpec{write: "push.unsubscribe", paired: true, source: a.srcWrite}, a.pushUnsubscribe)
 	// The protocol's writes, one route each, from its registry.
 	for _, wr := range wire.Writes() {
 		rt.write("POST /api/v1/agents/{agent}/"+wr.Name, gateSpec{write: wr.Name, paired: true, source: a.srcWrite}, a.write)

@@ -72,10 +72,10 @@ func (rt *router) read(pattern string, h http.Handler) {
 	rt.routes = append(rt.routes, route{pattern, false})
 }
 
-// write registers a POST route behind the write gate.
+// write registers a POST (or DELETE) route behind the write gate.
 func (rt *router) write(pattern string, spec gateSpec, h gatedFunc) {
-	if !strings.HasPrefix(pattern, "POST ") {
-		panic("device: a write route is POST, not " + pattern)
+	if !strings.HasPrefix(pattern, "POST ") && !strings.HasPrefix(pattern, "DELETE ") {
+		panic("device: a write route is POST or DELETE, not " + pattern)
 	}
 	rt.mux.Handle(pattern, rt.a.gate(spec, h))
 	rt.routes = append(rt.routes, route{pattern, true})

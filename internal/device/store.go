@@ -23,6 +23,7 @@ import (
 
 	"github.com/collie-linux/collie/internal/atomicfile"
 	"github.com/collie-linux/collie/internal/jsonstrict"
+	"github.com/collie-linux/collie/internal/push/webpush"
 	"github.com/collie-linux/collie/internal/sanitize"
 )
 
@@ -42,10 +43,11 @@ type Store struct {
 	now  func() time.Time
 
 	mu      sync.Mutex
-	devices map[string]*Device // by id
-	byHash  map[string]string  // credential hash → id
-	saved   time.Time          // last save, to write LastSeen at most once a minute
-	revoked []Revoked          // newest last, at most KeepRevoked
+	devices map[string]*Device              // by id
+	byHash  map[string]string               // credential hash → id
+	saved   time.Time                       // last save, to write LastSeen at most once a minute
+	revoked []Revoked                       // newest last, at most KeepRevoked
+	push    map[string]webpush.Subscription // by device id (pushsubs.go)
 }
 
 // Revoked is a device that was revoked: the hash of its credential is
@@ -64,6 +66,8 @@ type storeFile struct {
 	Version int       `json:"version"`
 	Devices []*Device `json:"devices"`
 	Revoked []Revoked `json:"revoked,omitempty"`
+	// Push holds each device's Web Push subscription, by device id.
+	Push map[string]webpush.Subscription `json:"push,omitempty"`
 }
 
 // OpenStore reads the devices file at path; a missing file is no devices.
@@ -71,7 +75,7 @@ func OpenStore(path string, now func() time.Time) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{path: path, now: now, devices: map[string]*Device{}, byHash: map[string]string{}}
+	s := &Store{path: path, now: now, devices: map[string]*Device{}, byHash: map[string]string{}, push: map[string]webpush.Subscription{}}
 	atomicfile.RemoveStale(path) // a save killed midway leaves a temp file of credential hashes
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -93,6 +97,7 @@ func OpenStore(path string, now func() time.Time) (*Store, error) {
 		s.byHash[d.CredHash] = d.ID
 	}
 	s.revoked = f.Revoked
+	s.loadPush(f.Push)
 	return s, nil
 }
 
@@ -176,7 +181,8 @@ func (s *Store) Get(id string) (Device, bool) {
 	return *d, true
 }
 
-// Revoke removes a device; its credential stops working at once.
+// Revoke removes a device; its credential stops working at once, and its
+// push subscription is dropped with it.
 func (s *Store) Revoke(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -185,12 +191,17 @@ func (s *Store) Revoke(id string) error {
 		return fmt.Errorf("no device with id %s; see: collie devices", id)
 	}
 	before := s.revoked
+	sub, hadSub := s.push[id]
 	delete(s.devices, id)
 	delete(s.byHash, d.CredHash)
+	delete(s.push, id)
 	s.revoked = append(s.revoked[max(0, len(s.revoked)-KeepRevoked+1):len(s.revoked):len(s.revoked)],
 		Revoked{ID: id, CredHash: d.CredHash, RevokedAt: s.now().UTC()})
 	if err := s.saveLocked(); err != nil {
 		s.devices[id], s.byHash[d.CredHash], s.revoked = d, id, before
+		if hadSub {
+			s.push[id] = sub
+		}
 		return err
 	}
 	return nil
@@ -209,7 +220,7 @@ func (s *Store) List() []Device {
 }
 
 func (s *Store) saveLocked() error {
-	f := storeFile{Version: 1, Devices: make([]*Device, 0, len(s.devices)), Revoked: s.revoked}
+	f := storeFile{Version: 1, Devices: make([]*Device, 0, len(s.devices)), Revoked: s.revoked, Push: s.push}
 	for _, d := range s.devices {
 		f.Devices = append(f.Devices, d)
 	}
