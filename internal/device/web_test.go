@@ -25,6 +25,7 @@ func TestWebPage_X6_headers(t *testing.T) {
 		{"/app.js", "text/javascript; charset=utf-8", "verificationCode", 200},
 		{"/app.css", "text/css; charset=utf-8", ":root", 200},
 		{"/icon.svg", "image/svg+xml", "<svg", 200},
+		{"/sw.js", "text/javascript; charset=utf-8", "notificationclick", 200},
 		{"/no-such-file", "text/plain; charset=utf-8", "not found", 404},
 		{"/api/v1/nothing-here", "text/plain; charset=utf-8", "not found", 404},
 	} {

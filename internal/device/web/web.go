@@ -19,8 +19,15 @@ import (
 	"strings"
 )
 
-//go:embed index.html app.js app.css icon.svg
+//go:embed index.html app.js app.css icon.svg sw-push.js
 var files embed.FS
+
+// swParts are the files the service worker, /sw.js, is made of, in order:
+// one script, because importScripts would be a Trusted Types sink (and the
+// page's scripts use none). sw-push.js shows pushes and opens the app on a
+// tap (docs/device-api.md, Notifications); the app shell's cache goes
+// before it when there is one.
+var swParts = []string{"sw-push.js"}
 
 // CSP is the Content-Security-Policy of every response of the page: its
 // own script and style only, requests only to its own origin, no plugins,
@@ -57,6 +64,17 @@ var routes = func() map[string]asset {
 		m["/"+a.name] = a
 	}
 	m["/"] = m["/index.html"]
+	sw := asset{name: "sw.js", contentType: "text/javascript; charset=utf-8"}
+	for _, part := range swParts {
+		b, err := files.ReadFile(part)
+		if err != nil {
+			panic("web: " + part + " is not embedded: " + err.Error())
+		}
+		sw.body = append(append(sw.body, b...), '\n')
+	}
+	sum := sha256.Sum256(sw.body)
+	sw.etag = `"` + hex.EncodeToString(sum[:12]) + `"`
+	m["/sw.js"] = sw
 	return m
 }()
 

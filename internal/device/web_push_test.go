@@ -1,0 +1,49 @@
+package device
+
+import (
+	"io/fs"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/collie-linux/collie/internal/device/web"
+)
+
+// TestNotificationsStatic_D6 reads the page's notification code: the
+// browser's permission prompt is asked for in one place only, the tap
+// handler of "Turn on notifications", never when the page loads; and the
+// service worker's push part only shows and opens: it has no notification
+// actions, reaches no API route and opens only this app's origin (D6).
+func TestNotificationsStatic_D6(t *testing.T) {
+	read := func(name string) string {
+		b, err := fs.ReadFile(web.Files(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	app := read("app.js")
+	if n := strings.Count(app, "requestPermission("); n != 1 {
+		t.Fatalf("app.js asks for notification permission in %d places, want 1", n)
+	}
+	on := regexp.MustCompile(`(?s)async function notifyOn\(\) \{.*?\n  \}\n`).FindString(app)
+	if !strings.Contains(on, "Notification.requestPermission()") {
+		t.Fatal("the permission request is not in notifyOn, the tap handler")
+	}
+	// notifyOn runs only from a button's click handler.
+	for _, m := range regexp.MustCompile(`notifyOn\(\)`).FindAllStringIndex(app, -1) {
+		line := app[strings.LastIndex(app[:m[0]], "\n")+1 : m[1]]
+		if !strings.Contains(line, "const on = () => notifyOn()") && !strings.Contains(line, "async function notifyOn()") {
+			t.Errorf("notifyOn is called outside a tap handler: %q", line)
+		}
+	}
+	sw := read("sw-push.js")
+	for _, bad := range []string{"actions", "fetch(", "/api/", "XMLHttpRequest", "postMessage", "sendBeacon"} {
+		if strings.Contains(sw, bad) {
+			t.Errorf("D6: sw-push.js uses %q: a notification only opens the app", bad)
+		}
+	}
+	if !strings.Contains(sw, "u.origin === self.location.origin") {
+		t.Error("sw-push.js opens an address without checking it is this app's origin")
+	}
+}
