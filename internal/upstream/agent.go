@@ -85,6 +85,8 @@ func (r *reader) get(ctx context.Context, path, etag string, wait int) (*http.Re
 		return nil, fmt.Errorf("build request: %w", err)
 	}
 	req.Header.Set(wire.VersionHeader, strconv.Itoa(wire.Version))
+	// The bridge takes a question's push wording (D4, issue 12).
+	req.Header.Set(wire.ExtensionsHeader, wire.ExtPush)
 	if etag != "" {
 		req.Header.Set("If-None-Match", etag)
 	}

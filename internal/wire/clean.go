@@ -121,6 +121,13 @@ func cleanQuestion(q *Question) string {
 	if blank(q.Title) {
 		q.Title = q.ID
 	}
+	if pc := q.Push; pc != nil {
+		pc.Title, _ = sanitize.Line(pc.Title, PushTitleBytes)
+		pc.Body, _ = sanitize.Line(pc.Body, PushBodyBytes)
+		if blank(pc.Title) && blank(pc.Body) {
+			q.Push = nil
+		}
+	}
 	if q.ToolCall != "" && !sanitize.ValidID(q.ToolCall) {
 		return "its tool-call key breaks the id rule"
 	}

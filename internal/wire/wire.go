@@ -7,6 +7,8 @@
 // down for agent authors in man/collie-durable.7.
 package wire
 
+import "strings"
+
 // Version is the protocol version this package speaks.
 const Version = 1
 
@@ -113,10 +115,48 @@ type Question struct {
 	AlwaysScope *Scope   `json:"alwaysScope,omitempty"` // what "always allow" would let through
 	Options     []Option `json:"options,omitempty"`     // choice
 	Fields      []Field  `json:"fields,omitempty"`      // form
+	// Push is the agent's own wording for the question's push (D4), sent
+	// only to a bridge that announced the extension (ExtPush).
+	Push *PushCopy `json:"push,omitempty"`
 
 	// Shortened is set by the bridge, never by the agent: cleaning changed the
 	// title or rationale, so the card carries a "Text shortened" mark (X3).
 	Shortened bool `json:"shortened,omitempty"`
+}
+
+// PushCopy is an agent's wording for a question's push notification (D4).
+// Both are single-line fields, cleaned and cut like a title (X2) to
+// PushTitleBytes and PushBodyBytes; a copy left blank is dropped. The
+// title is shown on lock screens; the body only with [push] preview on.
+type PushCopy struct {
+	Title string `json:"title,omitempty"`
+	Body  string `json:"body,omitempty"`
+}
+
+// Limits of a push's wording, in X4's style.
+const (
+	PushTitleBytes = 64
+	PushBodyBytes  = 256
+)
+
+// Extensions the bridge may announce on every read, in ExtensionsHeader, a
+// comma-separated list. The snapshot's schema is closed, so an agent sends
+// an extension's fields only to a bridge that announced it: a bridge from
+// before the extension refuses the whole snapshot for an unknown field.
+const (
+	ExtensionsHeader = "Collie-Extensions"
+	// ExtPush: the bridge takes a question's "push" (PushCopy).
+	ExtPush = "push"
+)
+
+// HasExtension reports whether the value of ExtensionsHeader names ext.
+func HasExtension(header, ext string) bool {
+	for item := range strings.SplitSeq(header, ",") {
+		if strings.TrimSpace(item) == ext {
+			return true
+		}
+	}
+	return false
 }
 
 // Option is one choice of a choice question.

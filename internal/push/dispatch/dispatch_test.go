@@ -1,0 +1,361 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/collie-linux/collie/internal/push"
+	"github.com/collie-linux/collie/internal/push/guard"
+	"github.com/collie-linux/collie/internal/wire"
+)
+
+// fake is a provider that records what it is given and fails as told.
+type fake struct {
+	name string
+	// fail returns the error of try n (1-based) of a message; nil: none.
+	fail  func(n int) error
+	block chan struct{} // when set, Send waits on it (or ctx)
+	// before, when set, runs at each Send (checks made as the push leaves).
+	before func()
+
+	mu    sync.Mutex
+	tries map[string]int
+	got   []push.Message
+	at    []time.Time
+}
+
+func (f *fake) Name() string { return f.name }
+
+func (f *fake) Send(ctx context.Context, m push.Message) error {
+	if f.before != nil {
+		f.before()
+	}
+	if f.block != nil {
+		select {
+		case <-f.block:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.tries == nil {
+		f.tries = map[string]int{}
+	}
+	f.tries[m.Title]++
+	f.at = append(f.at, time.Now())
+	if f.fail != nil {
+		if err := f.fail(f.tries[m.Title]); err != nil {
+			return err
+		}
+	}
+	f.got = append(f.got, m)
+	return nil
+}
+
+func (f *fake) messages() []push.Message {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]push.Message(nil), f.got...)
+}
+
+// logs records log lines.
+type logs struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (l *logs) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logs) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	l.recs = append(l.recs, r)
+	l.mu.Unlock()
+	return nil
+}
+func (l *logs) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logs) WithGroup(string) slog.Handler      { return l }
+
+func (l *logs) count(level slog.Level, msg string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, r := range l.recs {
+		if r.Level == level && strings.HasPrefix(r.Message, msg) {
+			n++
+		}
+	}
+	return n
+}
+
+func q(agent, conv string, i int) Question {
+	return Question{Agent: agent, AgentTitle: "Deploy bot", Conversation: conv, ConversationTitle: "Release " + conv, ID: fmt.Sprint("q", i), Title: fmt.Sprintf("Ship build %d to prod?", i)}
+}
+
+func start(t *testing.T, o Options) (*Dispatcher, *logs, context.CancelFunc) {
+	t.Helper()
+	l := &logs{}
+	if o.Guard == nil {
+		g, err := guard.Open(guard.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Guard = g
+	}
+	o.Log = slog.New(l)
+	d := New(o)
+	ctx, cancel := context.WithCancel(context.Background())
+	d.Start(ctx)
+	return d, l, func() { cancel(); d.Wait() }
+}
+
+// TestRetries: a failing provider is tried up to Attempts times, waiting
+// 2, 4 and 8 s; a permanent failure is tried once; a Retry-After is waited
+// out; one over MaxWait is not.
+func TestRetries(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		fail     func(n int) error
+		attempts int
+		gaps     []time.Duration
+		ok       bool
+	}{
+		{"backoff_then_give_up", func(int) error { return errors.New("ntfy at https://ntfy.sh answered 502 Bad Gateway") }, 4, []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second}, false},
+		{"works_at_the_third", func(n int) error {
+			if n < 3 {
+				return errors.New("down")
+			}
+			return nil
+		}, 3, []time.Duration{2 * time.Second, 4 * time.Second}, true},
+		{"permanent", func(int) error { return push.Permanent(errors.New("401")) }, 1, nil, false},
+		{"retry_after", func(n int) error {
+			if n == 1 {
+				return &push.RetryAfterError{After: 30 * time.Second, Err: errors.New("429")}
+			}
+			return nil
+		}, 2, []time.Duration{30 * time.Second}, true},
+		{"retry_after_too_long", func(int) error { return &push.RetryAfterError{After: time.Hour, Err: errors.New("429")} }, 1, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fake{name: "ntfy", fail: tc.fail}
+				d, _, stop := start(t, Options{Providers: []push.Provider{f}})
+				defer stop()
+				if dec := d.Question(q("a", "c", 1)); dec.Outcome != guard.Push {
+					t.Fatalf("decision %+v", dec)
+				}
+				time.Sleep(time.Hour)
+				synctest.Wait()
+				if len(f.at) != tc.attempts {
+					t.Fatalf("%d tries, want %d", len(f.at), tc.attempts)
+				}
+				for i, want := range tc.gaps {
+					if got := f.at[i+1].Sub(f.at[i]); got != want {
+						t.Errorf("gap %d: %v, want %v", i, got, want)
+					}
+				}
+				r := d.Last()["ntfy"]
+				if r.OK != tc.ok || r.Attempts != tc.attempts || r.Kind != "question" {
+					t.Errorf("last result %+v", r)
+				}
+			})
+		})
+	}
+}
+
+// TestFailureLoggedOnce: a provider that keeps failing is one warning,
+// not one per try or per push; working again is one info line.
+func TestFailureLoggedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		broken := true
+		var mu sync.Mutex
+		f := &fake{name: "ntfy", fail: func(int) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if broken {
+				return errors.New("ntfy at https://ntfy.sh cannot be reached")
+			}
+			return nil
+		}}
+		d, l, stop := start(t, Options{Providers: []push.Provider{f}})
+		defer stop()
+		for i := range 3 {
+			d.Question(q("a", fmt.Sprint("c", i), i))
+			time.Sleep(time.Minute)
+			synctest.Wait()
+		}
+		if n := l.count(slog.LevelWarn, "push provider failed"); n != 1 {
+			t.Fatalf("%d warnings for 3 pushes of 4 tries each, want 1", n)
+		}
+		mu.Lock()
+		broken = false
+		mu.Unlock()
+		d.Question(q("a", "c9", 9))
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if n := l.count(slog.LevelInfo, "push provider works again"); n != 1 {
+			t.Fatalf("%d lines saying it works again", n)
+		}
+	})
+}
+
+// TestNeverBlocks: a provider that never answers holds up neither the
+// caller (the bridge's read) nor another provider; when its queue is full,
+// pushes to it are dropped with a line.
+func TestNeverBlocks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		stuck := &fake{name: "desktop", block: make(chan struct{})}
+		fine := &fake{name: "ntfy"}
+		now := time.Now()
+		g, _ := guard.Open(guard.Options{Now: func() time.Time { return now }})
+		d, l, stop := start(t, Options{Guard: g, Providers: []push.Provider{stuck, fine}})
+		defer stop()
+		const n = QueueLen + 20
+		start := time.Now()
+		for i := range n {
+			now = now.Add(10 * time.Minute) // every question may go out
+			d.Question(q("a", fmt.Sprint("c", i), i))
+			synctest.Wait()
+		}
+		if time.Since(start) != 0 {
+			t.Fatalf("Question took %v of the fake clock", time.Since(start))
+		}
+		if got := len(fine.messages()); got != n {
+			t.Fatalf("the working provider got %d of %d pushes", got, n)
+		}
+		if l.count(slog.LevelWarn, "a push was dropped: the provider is behind") == 0 {
+			t.Fatal("no line for the pushes dropped at the stuck provider")
+		}
+		close(stuck.block)
+	})
+}
+
+// TestSavedBeforeSent_D9: when a provider gets a push, the guard's file
+// already counts it, so a crash as it leaves cannot forget it.
+func TestSavedBeforeSent_D9(t *testing.T) {
+	path := filepath.Join(t.TempDir(), guard.FileName)
+	g, err := guard.Open(guard.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := make(chan int, 1)
+	f := &fake{name: "ntfy", before: func() {
+		var file struct {
+			Sent []int64 `json:"sent"`
+		}
+		data, _ := os.ReadFile(path)
+		json.Unmarshal(data, &file)
+		seen <- len(file.Sent)
+	}}
+	d, _, stop := start(t, Options{Guard: g, Providers: []push.Provider{f}})
+	defer stop()
+	d.Question(q("a", "c", 1))
+	if n := <-seen; n != 1 {
+		t.Fatalf("the file counted %d pushes as the push left, want 1", n)
+	}
+}
+
+// TestNoProvider: with no provider configured nothing is decided or
+// counted, and collie push test says so.
+func TestNoProvider(t *testing.T) {
+	d, _, stop := start(t, Options{})
+	defer stop()
+	if dec := d.Question(q("a", "c", 1)); dec.Reason != ReasonNoProvider {
+		t.Fatalf("decision %+v", dec)
+	}
+	if st := d.o.Guard.Status(); st.Sent+st.Held != 0 {
+		t.Fatalf("counted %+v", st.Counters)
+	}
+	if answers, held := d.Test(context.Background()); answers != nil || held != "" {
+		t.Fatalf("test: %v %q", answers, held)
+	}
+}
+
+// TestPushTest: collie push test goes through the guard (counted, held
+// back in the silent hour) and reports each provider's answer.
+func TestPushTest(t *testing.T) {
+	now := time.Now()
+	g, _ := guard.Open(guard.Options{Now: func() time.Time { return now }})
+	bad := &fake{name: "desktop", fail: func(int) error { return errors.New("the notification server did not answer") }}
+	good := &fake{name: "ntfy"}
+	d, _, stop := start(t, Options{Guard: g, Providers: []push.Provider{good, bad}, URL: func() string { return "https://collie.example/" }})
+	defer stop()
+	answers, held := d.Test(context.Background())
+	want := []TestAnswer{{"ntfy", true, "sent"}, {"desktop", false, "the notification server did not answer"}}
+	if held != "" || fmt.Sprint(answers) != fmt.Sprint(want) {
+		t.Fatalf("answers %v held %q, want %v", answers, held, want)
+	}
+	if m := good.messages()[0]; m.Kind != push.KindTest || m.URL != "https://collie.example/" {
+		t.Fatalf("message %+v", m)
+	}
+	if st := g.Status(); st.Sent != 1 {
+		t.Fatalf("the test push was not counted: %+v", st.Counters)
+	}
+	for i := range 9 {
+		d.Question(q("a", fmt.Sprint("c", i), i))
+	}
+	if _, held := d.Test(context.Background()); held != guard.ReasonHostMinute {
+		t.Fatalf("the 11th push in a minute: held %q", held)
+	}
+}
+
+// TestCompose_D4: the push names the agent and the conversation; without
+// preview the body holds no question text; the agent's own wording is used
+// where it gave one; long names are cut.
+func TestCompose_D4(t *testing.T) {
+	base := q("deploy", "c1", 1)
+	withCopy := base
+	withCopy.Push = &wire.PushCopy{Title: "Release waits", Body: "1.2 to prod, 3 services"}
+	long := base
+	long.AgentTitle, long.ConversationTitle = strings.Repeat("A", 300), strings.Repeat("C", 300)
+	for _, tc := range []struct {
+		name        string
+		q           Question
+		preview     bool
+		title, body string
+	}{
+		{"D4_no_preview_no_question_text", base, false, "Deploy bot: a question is waiting", "In Release c1. Open Collie to answer."},
+		{"D4_preview_shows_the_question", base, true, "Deploy bot: a question is waiting", "In Release c1: Ship build 1 to prod?"},
+		{"D4_agent_title_always", withCopy, false, "Deploy bot: Release waits", "In Release c1. Open Collie to answer."},
+		{"D4_agent_body_with_preview", withCopy, true, "Deploy bot: Release waits", "In Release c1: 1.2 to prod, 3 services"},
+		{"D4_names_cut", long, false, strings.Repeat("A", NameBytes-3) + "…: a question is waiting", "In " + strings.Repeat("C", NameBytes-3) + "…. Open Collie to answer."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := Compose(tc.q, tc.preview, "https://x/")
+			if m.Title != tc.title || m.Body != tc.body {
+				t.Fatalf("got %q / %q\nwant %q / %q", m.Title, m.Body, tc.title, tc.body)
+			}
+			if !tc.preview && strings.Contains(m.Title+m.Body, "Ship build") {
+				t.Fatal("question text without preview")
+			}
+			if m.Key != tc.q.Key() || m.URL != "https://x/" || m.Kind != push.KindQuestion {
+				t.Fatalf("message %+v", m)
+			}
+		})
+	}
+	t.Run("D9_key_is_agent_and_tool_call", func(t *testing.T) {
+		a, b := base, base
+		a.ToolCall, b.ToolCall = "call-7", "call-7"
+		b.Conversation, b.ID = "other", "q9"
+		if a.Key() != b.Key() {
+			t.Fatal("the same tool call in two questions has two keys")
+		}
+		c := a
+		c.Agent = "other-agent"
+		if c.Key() == a.Key() {
+			t.Fatal("two agents' tool calls share a key")
+		}
+		if base.Key() == a.Key() {
+			t.Fatal("a question with a tool call and one without share a key")
+		}
+	})
+}

@@ -1,0 +1,83 @@
+package wire
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// TestPushCopy_D4_X4: an agent's push wording is cleaned and cut like a
+// title (X2) to its limits, 64 and 256 bytes (X4's style); a copy left
+// blank is dropped; the schema stays closed inside it.
+func TestPushCopy_D4_X4(t *testing.T) {
+	snap := func(push string) []byte {
+		return []byte(`{"spaces":[{"id":"s","title":"S","tabs":[{"id":"t","title":"T","conversations":[{"id":"c","title":"C",
+			"questions":[{"id":"q","kind":"yes-no","title":"Deploy?","revision":1,` + push + `}]}]}]}]}`)
+	}
+	long := strings.Repeat("é", 200)
+	for _, tc := range []struct {
+		name       string
+		push       string
+		title      string
+		body       string
+		nilCopy    bool
+		refused    bool
+		titleBytes int
+	}{
+		{"D4_as_given", `"push":{"title":"Deploy waits","body":"Release 1.2 to prod"}`, "Deploy waits", "Release 1.2 to prod", false, false, 0},
+		{"X2_cleaned", `"push":{"title":"De\u202eploy\u0007 waits\n","body":"a\u200bb\tc"}`, "Deploy waits", "abc", false, false, 0},
+		{"X4_cut", `"push":{"title":"` + long + `","body":"` + long + long + `"}`, "", "", false, false, PushTitleBytes},
+		{"blank_dropped", `"push":{"title":"\u200b ","body":""}`, "", "", true, false, 0},
+		{"absent", `"toolCall":"k"`, "", "", true, false, 0},
+		{"closed_schema", `"push":{"title":"x","sound":"loud"}`, "", "", false, true, 0},
+		{"exact_case", `"push":{"Title":"x"}`, "", "", false, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _, err := ParseSnapshot(snap(tc.push))
+			if tc.refused {
+				if err == nil {
+					t.Fatal("accepted")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := s.Spaces[0].Tabs[0].Conversations[0].Questions[0]
+			if tc.nilCopy {
+				if q.Push != nil {
+					t.Fatalf("push %+v, want none", q.Push)
+				}
+				return
+			}
+			if q.Push == nil {
+				t.Fatal("push dropped")
+			}
+			if tc.titleBytes > 0 {
+				for _, f := range []struct {
+					v   string
+					max int
+				}{{q.Push.Title, PushTitleBytes}, {q.Push.Body, PushBodyBytes}} {
+					if len(f.v) > f.max || !utf8.ValidString(f.v) || !strings.HasSuffix(f.v, "…") || len(f.v) < f.max-4 {
+						t.Fatalf("cut to %d bytes (%q), want at most %d, ending with …", len(f.v), f.v, f.max)
+					}
+				}
+				return
+			}
+			if q.Push.Title != tc.title || q.Push.Body != tc.body {
+				t.Fatalf("push %+v, want %q / %q", q.Push, tc.title, tc.body)
+			}
+		})
+	}
+}
+
+func TestHasExtension(t *testing.T) {
+	for _, tc := range []struct {
+		h    string
+		want bool
+	}{{"push", true}, {"wait, push", true}, {" push ,x", true}, {"pushy", false}, {"", false}, {"PUSH", false}} {
+		if got := HasExtension(tc.h, ExtPush); got != tc.want {
+			t.Errorf("%q: %v", tc.h, got)
+		}
+	}
+}
