@@ -47,3 +47,26 @@ func TestNotificationsStatic_D6(t *testing.T) {
 		t.Error("sw-push.js opens an address without checking it is this app's origin")
 	}
 }
+
+// TestTrustedTypesOnePolicy_X1: the page's one Trusted Types policy, the
+// only one its CSP allows, makes a script URL and nothing else (no HTML,
+// no script), and only for the constant /sw.js.
+func TestTrustedTypesOnePolicy_X1(t *testing.T) {
+	b, err := fs.ReadFile(web.Files(), "app.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := string(b)
+	m := regexp.MustCompile(`(?s)createPolicy\('([^']*)', \{(.*?)\n      \}\);`).FindStringSubmatch(app)
+	if m == nil || m[1] != web.SWPolicy {
+		t.Fatalf("app.js's policy is not %s: %q", web.SWPolicy, m)
+	}
+	body := m[2]
+	if strings.Contains(body, "createHTML") || strings.Contains(body, "createScript:") || strings.Count(body, "createScriptURL") != 1 ||
+		!strings.Contains(body, "if (u !== '/sw.js') throw") {
+		t.Fatalf("the policy does more than make /sw.js:%s", body)
+	}
+	if !strings.Contains(web.CSP, "trusted-types "+web.SWPolicy) || strings.Contains(web.CSP, "allow-duplicates") || strings.Contains(web.CSP, "'default'") {
+		t.Fatalf("the CSP's trusted-types: %s", web.CSP)
+	}
+}

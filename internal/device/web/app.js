@@ -1804,11 +1804,29 @@
     return a.length === b.length && a.every((x, i) => x === b[i]);
   }
 
+  // swURL is the service worker's address as the one Trusted Types policy
+  // the page's CSP allows makes it: registering a worker is a script-URL
+  // sink, and this policy lets through the constant /sw.js and nothing
+  // else.
+  let swPolicy = null;
+  function swURL() {
+    if (!window.trustedTypes) return '/sw.js';
+    if (!swPolicy) {
+      swPolicy = window.trustedTypes.createPolicy('collie-sw', {
+        createScriptURL: (u) => {
+          if (u !== '/sw.js') throw new TypeError('collie-sw makes only /sw.js');
+          return u;
+        },
+      });
+    }
+    return swPolicy.createScriptURL('/sw.js');
+  }
+
   // pushRegistration is the app's service worker, registered when it is
   // not yet, once it is active.
   async function pushRegistration() {
     if (!(await navigator.serviceWorker.getRegistration('/'))) {
-      await navigator.serviceWorker.register('/sw.js', { scope: '/' });
+      await navigator.serviceWorker.register(swURL(), { scope: '/' });
     }
     let timer = 0;
     const late = new Promise((resolve, reject) => {

@@ -31,10 +31,17 @@ var swParts = []string{"sw-push.js"}
 
 // CSP is the Content-Security-Policy of every response of the page: its
 // own script and style only, requests only to its own origin, no plugins,
-// no <base>, no framing, and no strings into HTML sinks.
+// no <base>, no framing, and no strings into HTML or script sinks. The one
+// Trusted Types policy allowed, SWPolicy, makes one script URL, /sw.js:
+// registering the service worker is a script-URL sink, and without a
+// policy the browser refuses it.
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
-	"connect-src 'self'; manifest-src 'self'; form-action 'none'; object-src 'none'; " +
-	"base-uri 'none'; frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types 'none'"
+	"connect-src 'self'; manifest-src 'self'; worker-src 'self'; form-action 'none'; object-src 'none'; " +
+	"base-uri 'none'; frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types " + SWPolicy
+
+// SWPolicy is the name of app.js's one Trusted Types policy: it turns the
+// constant "/sw.js" into a script URL and refuses anything else.
+const SWPolicy = "collie-sw"
 
 // Files returns the embedded files, for tests that read what is served.
 func Files() fs.FS { return files }
