@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -61,7 +62,10 @@ const TTL = 4 * time.Hour
 // Options configure the provider.
 type Options struct {
 	// StateDir holds the VAPID key (KeyFile), made at first start.
-	StateDir      string
+	StateDir string
+	// Subscriptions is where the subscriptions are; nil until
+	// SetSubscriptions (the device store opens after the dispatcher that
+	// holds this provider is made).
 	Subscriptions Subscriptions
 	// Client sends the pushes; nil is a client with a 30 s timeout. It
 	// never follows a redirect.
@@ -76,21 +80,18 @@ type Options struct {
 // Provider sends pushes to the browsers of paired devices.
 type Provider struct {
 	keys    *Keys
-	subs    Subscriptions
+	subs    atomic.Pointer[subsBox]
 	client  *http.Client
 	log     *slog.Logger
 	subject string
 	now     func() time.Time
 }
 
-var _ push.Provider = (*Provider)(nil)
+var _ push.Reporter = (*Provider)(nil)
 
 // New loads (or at first start makes) the VAPID key in o.StateDir and
 // returns the provider. Serve its PublicKey to the page.
 func New(o Options) (*Provider, error) {
-	if o.Subscriptions == nil {
-		return nil, errors.New("webpush: no subscription store")
-	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
@@ -111,7 +112,24 @@ func New(o Options) (*Provider, error) {
 	}
 	// A push service answers; it does not send the push elsewhere.
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &Provider{keys: keys, subs: o.Subscriptions, client: c, log: o.Log, subject: o.Subject, now: o.Now}, nil
+	p := &Provider{keys: keys, client: c, log: o.Log, subject: o.Subject, now: o.Now}
+	if o.Subscriptions != nil {
+		p.SetSubscriptions(o.Subscriptions)
+	}
+	return p, nil
+}
+
+type subsBox struct{ s Subscriptions }
+
+// SetSubscriptions gives the provider its subscriptions (the device
+// store). Until then it has none, and a question's push goes nowhere.
+func (p *Provider) SetSubscriptions(s Subscriptions) { p.subs.Store(&subsBox{s}) }
+
+func (p *Provider) subscriptions() Subscriptions {
+	if b := p.subs.Load(); b != nil {
+		return b.s
+	}
+	return nil
 }
 
 // Name implements push.Provider.
@@ -120,13 +138,13 @@ func (p *Provider) Name() string { return "webpush" }
 // PublicKey is the VAPID public key the page subscribes with.
 func (p *Provider) PublicKey() string { return p.keys.PublicKey() }
 
-// ErrNoSubscriptions is what a test push (push.KindTest) returns when no
-// device has turned notifications on.
+// ErrNoSubscriptions is what a test push (push.KindTest) returns, as a
+// permanent error, when no device has turned notifications on.
 var ErrNoSubscriptions = errors.New("no paired device has turned on notifications; open Collie on the phone and tap Turn on notifications")
 
 // Error is a push a push service did not take. Temporary ones (429, 5xx,
-// the network) are worth retrying; the guard's tag makes a push that
-// arrives twice show once on the device.
+// the network) are worth retrying; the notification's tag makes a push
+// that arrives twice show once on the device.
 type Error struct {
 	Device     string // the device's id
 	Host       string // the push service's origin; never the endpoint, a capability
@@ -162,57 +180,108 @@ func (e *Error) Temporary() bool {
 	return e.Status == 0 || e.Status == http.StatusTooManyRequests || e.Status >= 500
 }
 
-// Send implements push.Provider: it encrypts m for every subscription and
-// hands it to each push service, at once. A subscription its service says
-// is gone (404, 410) is dropped. The error joins an *Error per push that
-// was not taken.
+// Send implements push.Provider (see SendReport).
 func (p *Provider) Send(ctx context.Context, m push.Message) error {
+	_, err := p.SendReport(ctx, m)
+	return err
+}
+
+// SendReport implements push.Reporter: it encrypts m for every
+// subscription and hands it to each push service at once. A subscription
+// its service says has ended (404, 410) is forgotten. The error joins an
+// *Error per push not taken: a *push.RetryAfterError when a service named
+// a wait, a push.Permanent one when no failure is worth retrying (a 4xx,
+// a subscription that is not valid), else plain, for the dispatcher to
+// retry. A retry sends to every subscription again; the notification's
+// tag makes a push that arrives twice show once.
+func (p *Provider) SendReport(ctx context.Context, m push.Message) (string, error) {
 	payload, err := Payload(m)
 	if err != nil {
-		return err
+		return "", push.Permanent(err)
 	}
-	targets := p.subs.PushTargets()
+	var targets []Target
+	if subs := p.subscriptions(); subs != nil {
+		targets = subs.PushTargets()
+	}
 	if len(targets) == 0 {
 		if m.Kind == push.KindTest {
-			return ErrNoSubscriptions
+			return "", push.Permanent(ErrNoSubscriptions)
 		}
-		return nil
+		return "no device has turned on notifications", nil
 	}
 	urgency := "high" // a question waits for a human (RFC 8030 §5.3)
 	if m.Kind == push.KindSummary {
 		urgency = "normal"
 	}
-	errs := make([]error, len(targets))
+	outcomes := make([]outcome, len(targets))
 	var wg sync.WaitGroup
 	for i, t := range targets {
-		wg.Go(func() { errs[i] = p.sendOne(ctx, t, payload, urgency) })
+		wg.Go(func() { outcomes[i] = p.sendOne(ctx, t, payload, urgency) })
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	var errs []error
+	took, gone, retry := 0, 0, false
+	var wait time.Duration
+	for _, o := range outcomes {
+		switch {
+		case o.err != nil:
+			errs = append(errs, o.err)
+			var e *Error
+			if errors.As(o.err, &e) && e.Temporary() {
+				retry = true
+				wait = max(wait, e.RetryAfter)
+			}
+		case o.gone:
+			gone++
+		default:
+			took++
+		}
+	}
+	answer := fmt.Sprintf("%d of %d subscribed devices' push services took it", took, len(targets))
+	if gone > 0 {
+		answer += fmt.Sprintf("; %d subscriptions had ended and were forgotten", gone)
+	}
+	if len(errs) == 0 {
+		return answer, nil
+	}
+	err = errors.Join(errs...)
+	switch {
+	case !retry:
+		return "", push.Permanent(err)
+	case wait > 0:
+		return "", &push.RetryAfterError{After: wait, Err: err}
+	}
+	return "", err
 }
 
-func (p *Provider) sendOne(ctx context.Context, t Target, payload []byte, urgency string) error {
+// outcome is one subscription's push: taken, gone (forgotten), or err.
+type outcome struct {
+	gone bool
+	err  error
+}
+
+func (p *Provider) sendOne(ctx context.Context, t Target, payload []byte, urgency string) outcome {
 	host := t.Sub.Origin()
 	pub, err := t.Sub.publicKey()
 	if err != nil {
-		return fmt.Errorf("device %s's push subscription is not valid: %w", t.Device, err)
+		return outcome{err: fmt.Errorf("device %s's push subscription is not valid: %w", t.Device, err)}
 	}
 	uaPublic, _ := ecdhPublic(pub)
 	auth, err := t.Sub.auth()
 	if err != nil {
-		return fmt.Errorf("device %s's push subscription is not valid: %w", t.Device, err)
+		return outcome{err: fmt.Errorf("device %s's push subscription is not valid: %w", t.Device, err)}
 	}
 	body, err := seal(payload, uaPublic, auth)
 	if err != nil {
-		return err
+		return outcome{err: err}
 	}
 	authz, err := p.keys.authorization(host, p.subject, p.now())
 	if err != nil {
-		return err
+		return outcome{err: err}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.Sub.Endpoint, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("device %s's push subscription is not valid: %w", t.Device, ErrSubscription)
+		return outcome{err: fmt.Errorf("device %s's push subscription is not valid: %w", t.Device, ErrSubscription)}
 	}
 	h := req.Header
 	h.Set("Authorization", authz)
@@ -222,26 +291,26 @@ func (p *Provider) sendOne(ctx context.Context, t Target, payload []byte, urgenc
 	h.Set("Urgency", urgency)
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return &Error{Device: t.Device, Host: host, Err: errors.Unwrap(err)}
+		return outcome{err: &Error{Device: t.Device, Host: host, Err: errors.Unwrap(err)}}
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	resp.Body.Close()
 	switch s := resp.StatusCode; {
 	case s >= 200 && s < 300:
-		return nil
+		return outcome{}
 	case s == http.StatusNotFound || s == http.StatusGone:
 		// RFC 8030 §7.3: the subscription has expired or was cancelled.
-		if err := p.subs.DropPushSubscription(t.Device, t.Sub.Endpoint); err != nil {
-			return fmt.Errorf("forget device %s's expired push subscription: %w", t.Device, err)
+		if err := p.subscriptions().DropPushSubscription(t.Device, t.Sub.Endpoint); err != nil {
+			return outcome{err: fmt.Errorf("forget device %s's ended push subscription: %w", t.Device, err)}
 		}
-		p.log.Info("a push service said a device's subscription is gone; forgot it", "device", t.Device, "service", host, "status", s)
-		return nil
+		p.log.Info("a push service said a device's subscription has ended; forgot it", "device", t.Device, "service", host, "status", s)
+		return outcome{gone: true}
 	default:
 		e := &Error{Device: t.Device, Host: host, Status: s}
 		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
 			e.RetryAfter = min(time.Duration(secs)*time.Second, time.Hour)
 		}
-		return e
+		return outcome{err: e}
 	}
 }
 

@@ -228,8 +228,14 @@ func TestRefusedIsAnError(t *testing.T) {
 			if !errors.As(err, &e) || e.Status != c.status || e.Temporary() != c.temporary {
 				t.Fatalf("Send: %v (%#v), want status %d temporary %v", err, e, c.status, c.temporary)
 			}
-			if c.status == http.StatusTooManyRequests && e.RetryAfter != 30*time.Second {
-				t.Errorf("Retry-After: %v", e.RetryAfter)
+			// The dispatcher's contract (internal/push): permanent, or to
+			// retry after the wait a service named.
+			if push.IsPermanent(err) == c.temporary {
+				t.Errorf("push.IsPermanent = %v for %d", push.IsPermanent(err), c.status)
+			}
+			var ra *push.RetryAfterError
+			if c.status == http.StatusTooManyRequests && (e.RetryAfter != 30*time.Second || !errors.As(err, &ra) || ra.After != 30*time.Second) {
+				t.Errorf("Retry-After: %v, %v", e.RetryAfter, ra)
 			}
 			if strings.Contains(err.Error(), sub.Endpoint) || !r.subs.has("d-phone") {
 				t.Errorf("error %q names the endpoint, or the subscription was dropped", err)
@@ -271,7 +277,7 @@ func TestNoRedirect(t *testing.T) {
 // so; a question with none is nothing to do.
 func TestTestPushWithoutDevices(t *testing.T) {
 	r := newRig(t)
-	if err := r.p.Send(context.Background(), push.Message{Kind: push.KindTest}); !errors.Is(err, ErrNoSubscriptions) {
+	if err := r.p.Send(context.Background(), push.Message{Kind: push.KindTest}); !errors.Is(err, ErrNoSubscriptions) || !push.IsPermanent(err) {
 		t.Fatalf("test push: %v", err)
 	}
 	if err := r.p.Send(context.Background(), push.Message{Kind: push.KindQuestion}); err != nil {
@@ -367,5 +373,53 @@ func TestVAPIDKeyPersists(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(path); string(b) != string(damaged) {
 		t.Fatal("a damaged key was replaced")
+	}
+}
+
+// TestReportAndMixedOutcomes: the answer `collie push test` shows counts
+// the services that took the push and the subscriptions forgotten; one
+// service failing for now makes the whole push one to retry, while the
+// ended subscription beside it is forgotten all the same.
+func TestReportAndMixedOutcomes(t *testing.T) {
+	r := newRig(t)
+	r.subscribe(t, "d-a")
+	gone := r.subscribe(t, "d-b")
+	r.svc.Answer(gone, http.StatusGone)
+	answer, err := r.p.SendReport(context.Background(), push.Message{Title: "q", Kind: push.KindTest})
+	if err != nil || answer != "1 of 2 subscribed devices' push services took it; 1 subscriptions had ended and were forgotten" {
+		t.Fatalf("SendReport: %q, %v", answer, err)
+	}
+	failing := r.subscribe(t, "d-c")
+	r.svc.Answer(failing, http.StatusBadGateway)
+	gone2 := r.subscribe(t, "d-d")
+	r.svc.Answer(gone2, http.StatusNotFound)
+	_, err = r.p.SendReport(context.Background(), push.Message{Title: "q"})
+	var e *Error
+	if err == nil || push.IsPermanent(err) || !errors.As(err, &e) || e.Device != "d-c" {
+		t.Fatalf("one service failing for now: %v", err)
+	}
+	if r.subs.has("d-d") || !r.subs.has("d-a") || !r.subs.has("d-c") {
+		t.Fatalf("after the mixed push: dropped %v", r.subs.dropped)
+	}
+}
+
+// TestSubscriptionsSetLater: the provider is made before the device store
+// opens (the dispatcher holds it); until SetSubscriptions it pushes to
+// nobody, and then to the store's subscriptions.
+func TestSubscriptionsSetLater(t *testing.T) {
+	svc := pushtest.New(t, nil)
+	p, err := New(Options{StateDir: t.TempDir(), Client: svc.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Send(context.Background(), push.Message{Title: "q"}); err != nil {
+		t.Fatalf("a question before the store: %v", err)
+	}
+	subs := &memSubs{m: map[string]Subscription{}}
+	s, _ := DecodeSubscription(svc.Subscribe(t, p.PublicKey()).JSON())
+	subs.m["d-phone"] = s
+	p.SetSubscriptions(subs)
+	if err := p.Send(context.Background(), push.Message{Title: "q"}); err != nil || len(svc.Pushes()) != 1 {
+		t.Fatalf("after SetSubscriptions: %v, %d pushes", err, len(svc.Pushes()))
 	}
 }
