@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/collie-linux/collie/internal/agentsession"
 	"github.com/collie-linux/collie/internal/ask"
 	"github.com/collie-linux/collie/internal/version"
 )
@@ -14,7 +15,13 @@ import (
 // answer (0 yes, 1 no, 3 timed out, 4 withdrawn, 5 could not ask):
 // ask.Run returns the decision as an error, and exitCode maps it.
 func cmdAsk(ctx context.Context, e *env, args []string) error {
-	return ask.Run(ctx, args, ask.Env{Stdin: os.Stdin, Stdout: e.stdout, Stderr: e.stderr, Getenv: e.getenv, Prog: "collie ask"})
+	ae := ask.Env{Stdin: os.Stdin, Stdout: e.stdout, Stderr: e.stderr, Getenv: e.getenv, Prog: "collie ask"}
+	if e.admission.Kind == agentsession.Agent {
+		// An agent asks its human through the bridge's agent API, with its
+		// own session (issue 14), not a desk socket.
+		ae.Remote = e.agentClient().HTTPClient()
+	}
+	return ask.Run(ctx, args, ae)
 }
 
 func cmdVersion(_ context.Context, e *env, args []string) error {

@@ -34,6 +34,9 @@ func commands() []command {
 		{"devices revoke", []string{"ID"}, "cut a device off at once", cmdRevoke},
 		{"audit", []string{"[--agent NAME] [--device ID] [--event E] [--since DUR] [--json]"}, "show the audit log of device writes", cmdAudit},
 		{"audit verify", []string{"[--json] [FILE...]"}, "check the audit log's hash chain and the journal's anchors", cmdAuditVerify},
+		{"login", []string{"--url BASE"}, "in an agent environment: log this agent in to the bridge at BASE (agent login)", cmdLogin},
+		{"logout", nil, "in an agent environment: remove this agent's session and have the bridge revoke it", cmdLogout},
+		{"whoami", []string{"[--json]"}, "say who collie runs as: human, or the agent and its session's expiries (no network)", cmdWhoami},
 		{"version", nil, "print the version", cmdVersion},
 		{"help", nil, "print this list of commands", cmdHelp},
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/collie-linux/collie/internal/agentsession"
 	"github.com/collie-linux/collie/internal/ask"
 	"github.com/collie-linux/collie/internal/cli"
 	"github.com/collie-linux/collie/internal/config"
@@ -60,8 +61,9 @@ func said(err error) bool {
 type env struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
-	cmd            *command // the command running, for its usage and hints
-	json           bool     // the command line asked for JSON: errors are JSON too
+	cmd            *command               // the command running, for its usage and hints
+	json           bool                   // the command line asked for JSON: errors are JSON too
+	admission      agentsession.Admission // human, agent or fail closed: decided before every command (admit)
 }
 
 func (e *env) paths() (config.Paths, error) { return config.FromEnv(e.getenv) }
@@ -120,6 +122,9 @@ func dispatch(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	e.cmd = &c
+	if err := e.admit(c.name); err != nil {
+		return err
+	}
 	return c.run(ctx, e, rest)
 }
 

@@ -53,7 +53,7 @@ type Record struct {
 
 // AccessExpiry is when the access token expires.
 func (s *Session) AccessExpiry() time.Time {
-	t, _ := time.Parse(time.RFC3339, s.AccessExpiresAt)
+	t, _ := ParseTime(s.AccessExpiresAt)
 	return t
 }
 
@@ -63,7 +63,7 @@ func (s *Session) RefreshExpiry() (t time.Time, ok bool) {
 	if s.RefreshExpiresAt == nil {
 		return time.Time{}, false
 	}
-	t, _ = time.Parse(time.RFC3339, *s.RefreshExpiresAt)
+	t, _ = ParseTime(*s.RefreshExpiresAt)
 	return t, true
 }
 
@@ -105,9 +105,22 @@ func printable(s string) bool {
 	return true
 }
 
+// rfc3339Re is the reference CLI's RFC 3339 date-time: a T, seconds,
+// an optional fraction, and Z or a numeric offset.
+var rfc3339Re = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$`)
+
+// ParseTime parses an RFC 3339 date-time as the reference CLI accepts it.
+func ParseTime(s string) (time.Time, bool) {
+	if !rfc3339Re.MatchString(s) {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	return t, err == nil
+}
+
 func validTime(s string) bool {
-	_, err := time.Parse(time.RFC3339, s)
-	return err == nil && printable(s)
+	_, ok := ParseTime(s)
+	return ok
 }
 
 // Path is the session's file, $SLOCK_HOME/agents/<id>/integrations/<service>/auth.json,

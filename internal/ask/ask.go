@@ -170,7 +170,13 @@ func Run(ctx context.Context, args []string, e Env) error {
 		if timeout == 0 {
 			timeout = DefaultHookTimeout
 		}
-		path, err := findSocket(socket, agent, e.Getenv)
+		if e.Remote != nil && (socket != "" || agent != "") {
+			return usageErr("--socket and --agent name a local agent; in an agent environment collie ask goes to the bridge")
+		}
+		path, err := "", error(nil)
+		if e.Remote == nil {
+			path, err = findSocket(socket, agent, e.Getenv)
+		}
 		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		hookClaude(ctx, e, path, err, timeout) // always a decision on stdout, and exit status 0
@@ -230,43 +236,58 @@ func Run(ctx context.Context, args []string, e Env) error {
 		return usageErr("%v", err)
 	}
 	// Only now, with the command line found good, the agent.
-	path, err := findSocket(socket, agent, e.Getenv)
-	if err != nil {
+	var path string
+	if e.Remote != nil {
+		if socket != "" || agent != "" {
+			return usageErr("--socket and --agent name a local agent; in an agent environment collie ask goes to the bridge")
+		}
+	} else if path, err = findSocket(socket, agent, e.Getenv); err != nil {
 		return &Unasked{Err: err}
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rep, err := ask(ctx, path, r, timeout)
+	rep, err := ask(ctx, e.clientFor(path), r, timeout)
 	if err != nil {
-		return &Unasked{Err: errors.New(sanitize.TerminalLine(describeErr(err, path, e.Getenv)))}
+		return &Unasked{Err: keepHint(errors.New(sanitize.TerminalLine(e.describeErr(err, path))), err)}
 	}
 	return report(e, r, rep, asJSON, timeout)
 }
 
 // ask sends r and waits; the client gives the agent ten seconds past the
 // timeout to say so itself before it denies on its own.
-func ask(ctx context.Context, path string, r wire.AskRequest, timeout time.Duration) (wire.AskReply, error) {
+func ask(ctx context.Context, c *client, r wire.AskRequest, timeout time.Duration) (wire.AskReply, error) {
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout + 10*time.Second)
 	}
-	return newClient(path).wait(ctx, r, deadline)
+	return c.wait(ctx, r, deadline)
 }
 
-func describeErr(err error, path string, getenv func(string) string) string {
+// keepHint is err carrying the fix cause carries, if any.
+func keepHint(err, cause error) error {
+	if h := hint.Of(cause); h != "" {
+		return hint.Wrap(err, h)
+	}
+	return err
+}
+
+func (e Env) describeErr(err error, path string) string {
 	var ae *agentError
 	switch {
 	case errors.As(err, &ae):
-		return "the agent refused the question: " + ae.Message
+		return e.who() + " refused the question: " + ae.Message
 	case errors.Is(err, context.Canceled):
 		return "stopped before an answer came"
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
-		return agentClosed(path, getenv)
+		if e.Remote != nil {
+			return "the bridge closed the connection without answering; check that it runs (systemctl --user status collie on its host)"
+		}
+		return agentClosed(path, e.Getenv)
 	}
 	var ue errUnreachable
 	if errors.As(err, &ue) {
-		return "cannot reach the agent: " + ue.Error()
+		return "cannot reach " + e.who() + ": " + ue.Error()
 	}
 	return err.Error()
 }

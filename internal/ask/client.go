@@ -26,6 +26,27 @@ type Env struct {
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string
 	Prog           string // "collie ask" or "collie-agent ask", for messages
+	// Remote, when set, carries the question to the bridge's agent API
+	// instead of an agent's socket: `collie ask` in an agent environment
+	// (issue 14). Its transport sends a request's path ("/v1/ask") to the
+	// bridge with the agent's bearer token; the loop is the same.
+	Remote *http.Client
+}
+
+// clientFor is the client of the agent at path, or the bridge's over Remote.
+func (e Env) clientFor(path string) *client {
+	if e.Remote != nil {
+		return &client{hc: e.Remote}
+	}
+	return newClient(path)
+}
+
+// who is what answers the question, for messages.
+func (e Env) who() string {
+	if e.Remote != nil {
+		return "the bridge"
+	}
+	return "the agent"
 }
 
 // findSocket picks the agent's socket: --socket, then --agent NAME, then

@@ -55,14 +55,14 @@ func Grants(ctx context.Context, args []string, e Env) error {
 	if revoke != "" || all {
 		var rep wire.RevokeReply
 		if err := c.call(ctx, "POST", wire.RevokePath, wire.RevokeRequest{Grant: revoke, All: all}, &rep); err != nil {
-			return &Unasked{Err: errors.New(sanitize.TerminalLine(describeErr(err, path, e.Getenv)))}
+			return &Unasked{Err: errors.New(sanitize.TerminalLine(e.describeErr(err, path)))}
 		}
 		fmt.Fprintf(e.Stdout, "revoked %d grant(s)\n", rep.Revoked)
 		return nil
 	}
 	var rep wire.GrantsReply
 	if err := c.call(ctx, "GET", wire.GrantsPath, nil, &rep); err != nil {
-		return &Unasked{Err: errors.New(sanitize.TerminalLine(describeErr(err, path, e.Getenv)))}
+		return &Unasked{Err: errors.New(sanitize.TerminalLine(e.describeErr(err, path)))}
 	}
 	if asJSON {
 		b, _ := json.Marshal(rep)

@@ -43,7 +43,7 @@ func TestAgentClosedHint(t *testing.T) {
 				}
 				return ""
 			}
-			got := describeErr(io.ErrUnexpectedEOF, tt.path, getenv)
+			got := Env{Getenv: getenv}.describeErr(io.ErrUnexpectedEOF, tt.path)
 			if !strings.HasPrefix(got, "the agent closed the connection without answering") || !strings.HasSuffix(got, tt.want) {
 				t.Errorf("got %q, want it to end %q", got, tt.want)
 			}

@@ -87,9 +87,9 @@ func hookClaude(ctx context.Context, e Env, path string, pathErr error, timeout 
 	if err := r.Validate(); err != nil {
 		return deny("Collie could not make a question of this tool call (" + err.Error() + "); denied by default")
 	}
-	rep, err := ask(ctx, path, r, timeout)
+	rep, err := ask(ctx, e.clientFor(path), r, timeout)
 	if err != nil {
-		return deny("Collie could not ask (" + describeErr(err, path, e.Getenv) + "); denied by default")
+		return deny("Collie could not ask (" + e.describeErr(err, path) + "); denied by default")
 	}
 	decision, reason := hookDecision(rep, timeout)
 	printDecision(e, decision, reason)

@@ -32,7 +32,7 @@ _collie()
     esac
 
     if ((cword == 1)); then
-        COMPREPLY=($(compgen -W "daemon demo doctor durable show ask pair devices audit version help" -- "$cur"))
+        COMPREPLY=($(compgen -W "daemon demo doctor durable show ask pair devices audit login logout whoami version help" -- "$cur"))
         return
     fi
 
@@ -48,6 +48,12 @@ _collie()
             ;;
         pair)
             COMPREPLY=($(compgen -W "--json --no-qr" -- "$cur"))
+            ;;
+        login)
+            COMPREPLY=($(compgen -W "--url" -- "$cur"))
+            ;;
+        whoami)
+            COMPREPLY=($(compgen -W "--json" -- "$cur"))
             ;;
         devices)
             if ((cword == 2)); then

@@ -5,7 +5,7 @@ function __collie_agents
     test -r $f; and sed -n 's/^ *"name": *"\([^"]*\)".*/\1/p' $f
 end
 
-set -l commands daemon demo doctor durable show ask pair devices audit version help
+set -l commands daemon demo doctor durable show ask pair devices audit login logout whoami version help
 complete -c collie -f
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a daemon -d 'Run the bridge in the foreground'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a demo -d 'Run the bridge with a demo agent'
@@ -16,11 +16,15 @@ complete -c collie -n "not __fish_seen_subcommand_from $commands" -a ask -d 'Ask
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a pair -d 'Pair a phone or browser'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a devices -d 'List or revoke paired devices'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a audit -d 'Show or verify the audit log'
+complete -c collie -n "not __fish_seen_subcommand_from $commands" -a login -d 'Log an agent in to the bridge (agent environment)'
+complete -c collie -n "not __fish_seen_subcommand_from $commands" -a logout -d 'Log an agent out (agent environment)'
+complete -c collie -n "not __fish_seen_subcommand_from $commands" -a whoami -d 'Say who collie runs as'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a version -d 'Print the version'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a help -d 'Print the usage'
 
 complete -c collie -n '__fish_seen_subcommand_from daemon' -l debug -d 'Log debug lines too'
-complete -c collie -n '__fish_seen_subcommand_from doctor show list pair devices audit' -l json -d 'Print JSON'
+complete -c collie -n '__fish_seen_subcommand_from doctor show list pair devices audit whoami' -l json -d 'Print JSON'
+complete -c collie -n '__fish_seen_subcommand_from login' -l url -x -d "The bridge's address"
 complete -c collie -n '__fish_seen_subcommand_from audit; and not __fish_seen_subcommand_from verify' -a verify -d 'Check the hash chain'
 complete -c collie -n '__fish_seen_subcommand_from audit' -l agent -x -a '(__collie_agents)' -d 'Only this agent'
 complete -c collie -n '__fish_seen_subcommand_from audit' -l device -x -d 'Only this device'

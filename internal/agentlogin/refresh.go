@@ -1,0 +1,110 @@
+package agentlogin
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/collie-linux/collie/internal/agentsession"
+	"github.com/collie-linux/collie/internal/hint"
+)
+
+// LockName is the refresh lock's file in the service's folder.
+const LockName = "refresh.lock"
+
+var errLockWait = fmt.Errorf("another collie process has been refreshing the agent session for over %s; the lock is never broken while its holder runs, so try again", LockWait)
+
+type refreshRequest struct {
+	Schema       string `json:"schema"`
+	RefreshToken string `json:"refresh_token"`
+}
+
+// Session returns the stored session, or ErrNoSession with the login fix.
+func (c *Client) Session() (agentsession.Record, error) {
+	rec, ok := agentsession.Read(c.Env, c.Service)
+	if !ok {
+		return agentsession.Record{}, loginAgain("", ErrNoSession)
+	}
+	return rec, nil
+}
+
+// Access returns the stored session with an access token good for at
+// least RefreshSkew more, refreshing it first when it is not (R8).
+func (c *Client) Access(ctx context.Context) (agentsession.Record, error) {
+	rec, err := c.Session()
+	if err != nil {
+		return rec, err
+	}
+	if c.fresh(rec) {
+		return rec, nil
+	}
+	return c.refresh(ctx, rec, false)
+}
+
+// AfterUnauthorized is what to do when the bridge answered 401 to the
+// access token failed: reload the store, and if another process stored a
+// new session meanwhile, use it; otherwise refresh once (R8).
+func (c *Client) AfterUnauthorized(ctx context.Context, failed string) (agentsession.Record, error) {
+	rec, err := c.Session()
+	if err != nil {
+		return rec, err
+	}
+	if rec.AccessToken != failed && c.fresh(rec) {
+		return rec, nil
+	}
+	return c.refresh(ctx, rec, true)
+}
+
+// fresh reports whether rec's access token is good for RefreshSkew more.
+func (c *Client) fresh(rec agentsession.Record) bool {
+	return rec.AccessExpiry().Sub(c.now()) > RefreshSkew
+}
+
+// refresh is the single flight: under the lock, reload the store; a
+// refresh token other than baseline's means another process refreshed,
+// and its session is used; otherwise rotate (unless, not forced, the
+// session turned fresh meanwhile).
+func (c *Client) refresh(ctx context.Context, baseline agentsession.Record, force bool) (agentsession.Record, error) {
+	dir, err := agentsession.Dir(c.Env, c.Service)
+	if err != nil {
+		return agentsession.Record{}, fmt.Errorf("the agent session's folder: %w", err)
+	}
+	lctx, cancel := context.WithTimeout(ctx, LockWait)
+	defer cancel()
+	release, err := takeLock(lctx, filepath.Join(dir, LockName))
+	if err != nil {
+		return agentsession.Record{}, err
+	}
+	defer release()
+	cur, err := c.Session()
+	if err != nil {
+		return cur, err
+	}
+	if cur.RefreshToken != baseline.RefreshToken {
+		return cur, nil
+	}
+	if !force && c.fresh(cur) {
+		return cur, nil
+	}
+	if t, ok := cur.RefreshExpiry(); ok && !t.After(c.now()) {
+		return agentsession.Record{}, loginAgain(cur.APIBase, errors.New("the agent session's refresh token expired"))
+	}
+	rec, err := c.tokenRequest(ctx, cur.APIBase, RefreshPath, refreshRequest{SchemaRefresh, cur.RefreshToken}, "the refresh")
+	var re *RefusedError
+	if errors.As(err, &re) && re.Terminal() {
+		return agentsession.Record{}, loginAgain(cur.APIBase, fmt.Errorf("the agent session ended: %w", err))
+	}
+	if err != nil && hint.Of(err) == "" {
+		err = hint.Wrap(err, "try again; if it keeps failing, "+LoginHint(cur.APIBase))
+	}
+	return rec, err
+}
+
+func randomID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

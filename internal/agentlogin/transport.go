@@ -1,0 +1,86 @@
+package agentlogin
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+)
+
+// AgentAPIPrefix is where the bridge serves the agent API, below the base
+// URL: /api/agent/v1/ask and /api/agent/v1/whoami.
+const AgentAPIPrefix = "/api/agent"
+
+// Transport carries requests to the bridge's agent API with the agent's
+// bearer token: a fresh one before the request (Access), and after a 401
+// one reload-and-refresh (AfterUnauthorized) and one retry, never more
+// (R8). Requests go only to the session's own bridge, and redirects are
+// not followed.
+type Transport struct {
+	Client *Client
+	Base   http.RoundTripper // nil: the Client's HTTP transport, or the default
+}
+
+func (t *Transport) base() http.RoundTripper {
+	switch {
+	case t.Base != nil:
+		return t.Base
+	case t.Client.HTTP != nil && t.Client.HTTP.Transport != nil:
+		return t.Client.HTTP.Transport
+	}
+	return http.DefaultTransport
+}
+
+// RoundTrip sends req with the bearer token.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	rec, err := t.Client.Access(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := t.send(req, rec.APIBase, rec.AccessToken)
+	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+		return resp, err
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	rec, err = t.Client.AfterUnauthorized(ctx, rec.AccessToken)
+	if err != nil {
+		return nil, err
+	}
+	resp, err = t.send(req, rec.APIBase, rec.AccessToken)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		resp.Body.Close()
+		return nil, loginAgain(rec.APIBase, errors.New("the bridge refused the agent session even after a refresh"))
+	}
+	return resp, err
+}
+
+// send is req against base with token, on a copy of req with a fresh body.
+func (t *Transport) send(req *http.Request, base, token string) (*http.Response, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, errors.New("the stored bridge URL does not parse; " + LoginHint(""))
+	}
+	r := req.Clone(req.Context())
+	r.URL.Scheme, r.URL.Host, r.Host = u.Scheme, u.Host, ""
+	r.URL.Path = AgentAPIPrefix + req.URL.Path
+	r.URL.RawPath = ""
+	if req.GetBody != nil {
+		if r.Body, err = req.GetBody(); err != nil {
+			return nil, err
+		}
+	}
+	r.Header.Set("Authorization", "Bearer "+token)
+	return t.base().RoundTrip(r)
+}
+
+// HTTPClient is an http.Client over Transport that follows no redirect: a
+// request's path ("/v1/ask") is sent to the session's bridge below
+// AgentAPIPrefix, whatever host the request names.
+func (c *Client) HTTPClient() *http.Client {
+	return &http.Client{
+		Transport:     &Transport{Client: c},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
