@@ -216,4 +216,3 @@ type nopCloser struct{ *bytes.Reader }
 func (nopCloser) Close() error { return nil }
 
 func ioNopCloser(b []byte) nopCloser { return nopCloser{bytes.NewReader(b)} }
-
