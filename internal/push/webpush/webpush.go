@@ -67,8 +67,9 @@ type Options struct {
 	// SetSubscriptions (the device store opens after the dispatcher that
 	// holds this provider is made).
 	Subscriptions Subscriptions
-	// Client sends the pushes; nil is a client with a 30 s timeout. It
-	// never follows a redirect.
+	// Client sends the pushes; nil is a client that connects only to
+	// public internet addresses, with no proxy and a 30 s timeout (tests
+	// give the double's). It never follows a redirect.
 	Client *http.Client
 	Log    *slog.Logger
 	// Subject is the VAPID contact, a mailto: or https: URI; "" is
@@ -105,7 +106,7 @@ func New(o Options) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &http.Client{Timeout: 30 * time.Second}
+	c := publicClient()
 	if o.Client != nil {
 		cc := *o.Client
 		c = &cc
@@ -177,6 +178,9 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Temporary reports whether sending again later may work.
 func (e *Error) Temporary() bool {
+	if errors.Is(e.Err, errNotPublic) {
+		return false
+	}
 	return e.Status == 0 || e.Status == http.StatusTooManyRequests || e.Status >= 500
 }
 
