@@ -77,4 +77,3 @@ func isPublic(a netip.Addr) bool {
 	}
 	return true
 }
-
