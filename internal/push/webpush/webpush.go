@@ -12,6 +12,13 @@
 // A push only opens the web app; it never answers (D6). The payload holds
 // the Message as the guard made it (D4, D9): its Body carries question
 // text only when previews are on, and nothing is added here.
+//
+// Wiring (the daemon): New(Options{StateDir: paths.State, Log: log}) at
+// start, before the dispatcher that holds it; when the bridge opens the
+// device store, SetSubscriptions(store) (*device.Store is a
+// Subscriptions), and device.Options.WebPushKey = PublicKey(), which the
+// page subscribes with. The pushes go to the devices that turned
+// notifications on; with none, a question's push is nothing to do.
 package webpush
 
 import (
@@ -86,6 +93,9 @@ type Provider struct {
 	log     *slog.Logger
 	subject string
 	now     func() time.Time
+
+	mu     sync.Mutex
+	tokens map[string]token // by push service origin
 }
 
 var _ push.Reporter = (*Provider)(nil)
@@ -113,7 +123,7 @@ func New(o Options) (*Provider, error) {
 	}
 	// A push service answers; it does not send the push elsewhere.
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	p := &Provider{keys: keys, client: c, log: o.Log, subject: o.Subject, now: o.Now}
+	p := &Provider{keys: keys, client: c, log: o.Log, subject: o.Subject, now: o.Now, tokens: map[string]token{}}
 	if o.Subscriptions != nil {
 		p.SetSubscriptions(o.Subscriptions)
 	}
@@ -121,6 +131,36 @@ func New(o Options) (*Provider, error) {
 }
 
 type subsBox struct{ s Subscriptions }
+
+// tokenReuse is how long a signed VAPID token is used again for the same
+// push service: Apple asks for a new token at most once an hour, and a
+// token is valid for TokenLifetime.
+const tokenReuse = TokenLifetime / 2
+
+type token struct {
+	header string
+	signed time.Time
+}
+
+// authorization is the Authorization header for a push service at origin:
+// the token signed for it last, while younger than tokenReuse.
+func (p *Provider) authorization(origin string) (string, error) {
+	now := p.now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if t, ok := p.tokens[origin]; ok && now.Sub(t.signed) < tokenReuse && !now.Before(t.signed) {
+		return t.header, nil
+	}
+	h, err := p.keys.authorization(origin, p.subject, now)
+	if err != nil {
+		return "", err
+	}
+	if len(p.tokens) >= 64 {
+		clear(p.tokens) // a handful of push services are in use; never grow
+	}
+	p.tokens[origin] = token{h, now}
+	return h, nil
+}
 
 // SetSubscriptions gives the provider its subscriptions (the device
 // store). Until then it has none, and a question's push goes nowhere.
@@ -279,7 +319,7 @@ func (p *Provider) sendOne(ctx context.Context, t Target, payload []byte, urgenc
 	if err != nil {
 		return outcome{err: err}
 	}
-	authz, err := p.keys.authorization(host, p.subject, p.now())
+	authz, err := p.authorization(host)
 	if err != nil {
 		return outcome{err: err}
 	}

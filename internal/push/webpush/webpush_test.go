@@ -423,3 +423,28 @@ func TestSubscriptionsSetLater(t *testing.T) {
 		t.Fatalf("after SetSubscriptions: %v, %d pushes", err, len(svc.Pushes()))
 	}
 }
+
+// TestTokenReused: a push service gets the same signed token for a while
+// (Apple asks for a new one at most once an hour), a new one before the
+// old expires, and another service its own.
+func TestTokenReused(t *testing.T) {
+	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	p, err := New(Options{StateDir: t.TempDir(), Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a1, _ := p.authorization("https://push.example")
+	now = now.Add(time.Hour)
+	a2, _ := p.authorization("https://push.example")
+	b, _ := p.authorization("https://other.example")
+	if a1 != a2 || a1 == b {
+		t.Fatal("a token was not reused within the hour, or two services share one")
+	}
+	now = now.Add(tokenReuse)
+	if a3, _ := p.authorization("https://push.example"); a3 == a1 {
+		t.Fatalf("a token was used past %v", tokenReuse)
+	}
+	if tokenReuse < time.Hour || TokenLifetime-tokenReuse < time.Hour || TokenLifetime > 24*time.Hour {
+		t.Fatalf("token lifetime %v, reuse %v", TokenLifetime, tokenReuse)
+	}
+}
