@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -201,5 +202,46 @@ func TestGoneDropsStoredSubscription(t *testing.T) {
 	again, _ := OpenStore(filepath.Clean(f.store.path), nil)
 	if got := endpoints(again); len(got) != 1 || got[idB] != subs[idB].Endpoint {
 		t.Fatalf("after 410 for %s: %v", f.devID, got)
+	}
+}
+
+// TestStoredSubscriptionsRevalidated: devices.json's subscriptions are
+// checked again when it is read: one of a device that is not paired, or
+// one that no longer passes validation (an http endpoint written by hand),
+// is left out; the device makes it again from the page.
+func TestStoredSubscriptionsRevalidated(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "devices.json")
+	s, err := OpenStore(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _, _ := s.Add("a")
+	b, _, _ := s.Add("b")
+	for _, d := range []Device{a, b} {
+		sub, err := webpush.DecodeSubscription([]byte(subBody("https://push.example/" + d.ID)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetPushSubscription(d.ID, sub); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, _ := os.ReadFile(path)
+	var f map[string]any
+	json.Unmarshal(data, &f)
+	pushes := f["push"].(map[string]any)
+	pushes["d-not-paired"] = pushes[a.ID]
+	pushes[b.ID].(map[string]any)["endpoint"] = "http://push.example/" + b.ID
+	data, _ = json.Marshal(f)
+	os.WriteFile(path, data, 0o600)
+	again, err := OpenStore(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := endpoints(again); len(got) != 1 || got[a.ID] != "https://push.example/"+a.ID {
+		t.Fatalf("read back: %v", got)
+	}
+	if err := again.SetPushSubscription("d-not-paired", again.PushTargets()[0].Sub); err == nil {
+		t.Fatal("a subscription was stored for a device that is not paired")
 	}
 }
