@@ -62,7 +62,7 @@ FUZZ_TARGETS := \
 	sanitize:FuzzLine sanitize:FuzzBlock sanitize:FuzzLabel sanitize:FuzzValidID sanitize:FuzzCheckLink sanitize:FuzzTerminal sanitize:FuzzTerminalJSON sanitize:FuzzFastVsLegacy \
 	wire:FuzzParseSnapshot wire:FuzzDecodeRequest jsonstrict:FuzzUnmarshal tomlstrict:FuzzDecode sockpath:FuzzCheck sockpath:FuzzCheckForm sources:FuzzLoad \
 	audit:FuzzParseLine audit:FuzzVerify audit:FuzzChain audit:FuzzParseReceipt audit:FuzzAppendString upstream:FuzzValidETag device:FuzzSiteHost device:FuzzETagMatch \
-	durable/grants:FuzzCommandMatches systemd:FuzzStatus wire:FuzzParseWait agentsession:FuzzParse \
+	durable/grants:FuzzCommandMatches systemd:FuzzStatus wire:FuzzParseWait agentsession:FuzzParse agentlogin:FuzzParseEnvelope agentlogin:FuzzParseSession \
 	push/guard:FuzzParse push/webpush:FuzzDecodeSubscription
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \

@@ -44,7 +44,10 @@ func (e *env) admit(name string) error {
 		return nil
 	}
 	e.getenv = func(string) string { return "" }
-	if name == "help" || name == "version" || name == "whoami" {
+	switch name {
+	case "help", "version", "whoami":
+		return nil
+	case "ask": // refuses with the reason itself: exit 5, and its hook denies
 		return nil
 	}
 	return failClosed(e.admission.Reason)

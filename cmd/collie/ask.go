@@ -16,7 +16,12 @@ import (
 // ask.Run returns the decision as an error, and exitCode maps it.
 func cmdAsk(ctx context.Context, e *env, args []string) error {
 	ae := ask.Env{Stdin: os.Stdin, Stdout: e.stdout, Stderr: e.stderr, Getenv: e.getenv, Prog: "collie ask"}
-	if e.admission.Kind == agentsession.Agent {
+	switch e.admission.Kind {
+	case agentsession.FailClosed:
+		// Never the human's socket: a question cannot be asked at all, and
+		// a Claude Code hook must still print its deny (exit 0).
+		ae.Refused = failClosed(e.admission.Reason)
+	case agentsession.Agent:
 		// An agent asks its human through the bridge's agent API, with its
 		// own session (issue 14), not a desk socket.
 		ae.Remote = e.agentClient().HTTPClient()

@@ -273,10 +273,22 @@ func TestCollieAgentEnvironment_R4_R6_R13(t *testing.T) {
 	cases["raft_a_folder"] = with(agentsession.MarkerTransportDir, folder)
 	for name, m := range cases {
 		t.Run("fail_closed_"+name, func(t *testing.T) {
-			for _, args := range [][]string{{"whoami"}, {"login", "--url", b.url()}, {"logout"}, {"ask", "--yes-no", "q"}, {"show"}, {"durable", "list"}} {
-				env := append(markerEnv(m), host.env...)
-				env = append(env, "PATH="+pathDir+":/usr/bin:/bin")
+			env := append(markerEnv(m), host.env...)
+			env = append(env, "PATH="+pathDir+":/usr/bin:/bin")
+			for _, args := range [][]string{{"whoami"}, {"login", "--url", b.url()}, {"logout"}, {"show"}, {"durable", "list"}} {
 				check(t, runCollie(t, bin, env, args...), 1, "not a complete agent environment")
+			}
+			// ask: could not ask (5), never the human's agent socket.
+			check(t, runCollie(t, bin, env, "ask", "--yes-no", "q"), 5, "not a complete agent environment")
+			// Its Claude Code hook still prints a deny, exit 0: a failing
+			// hook would let the tool call through.
+			hook := exec.Command(bin, "ask", "--hook", "claude")
+			hook.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
+			hook.Stdin = strings.NewReader(`{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"},"session_id":"s","tool_use_id":"u"}`)
+			out, err := hook.Output()
+			check(t, result{0, string(out), ""}, 0, `"permissionDecision":"deny"`)
+			if err != nil || !strings.Contains(string(out), "not a complete agent environment") {
+				t.Fatalf("hook: %v %s", err, out)
 			}
 		})
 	}

@@ -28,6 +28,13 @@ func (c *Client) Session() (agentsession.Record, error) {
 	if !ok {
 		return agentsession.Record{}, loginAgain("", ErrNoSession)
 	}
+	// Tokens go only to a bridge URL login would have taken (K2); a store
+	// written by hand or by another tool may hold anything.
+	base, err := CheckBase(rec.APIBase)
+	if err != nil {
+		return agentsession.Record{}, loginAgain("", fmt.Errorf("the stored session's api_base is not a bridge URL collie uses: %w", err))
+	}
+	rec.APIBase = base
 	return rec, nil
 }
 

@@ -165,6 +165,16 @@ func TestRefreshFailsClosed_R8_R13(t *testing.T) {
 			t.Fatalf("ask after a new login: %v", errText(err))
 		}
 	})
+	t.Run("stored_api_base_not_K2", func(t *testing.T) {
+		env, _ := agentEnv(t)
+		b := newBridge(t)
+		rec := b.seed(env, time.Now().Add(time.Hour))
+		agentsession.Write(env, Service, rec.Session, "http://10.1.2.3:80", time.Now())
+		_, err := New(env).Access(context.Background())
+		if err == nil || !strings.Contains(errText(err), "collie login --url") {
+			t.Fatalf("Access = %v", errText(err))
+		}
+	})
 	t.Run("no_session", func(t *testing.T) {
 		env, _ := agentEnv(t)
 		_, err := New(env).Access(context.Background())

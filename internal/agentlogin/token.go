@@ -40,9 +40,17 @@ func (e *RefusedError) Terminal() bool {
 	return e.Status >= 400 && e.Status < 500 && e.Code != "temporarily_unavailable"
 }
 
+// tokenTransport is the default transport with a 16 KiB cap on a reply's
+// headers (the body's is MaxTokenReply).
+func tokenTransport() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxResponseHeaderBytes = 16 << 10
+	return t
+}
+
 // httpClient is c.HTTP with this package's rules: no redirect followed.
 func (c *Client) httpClient() *http.Client {
-	hc := http.Client{}
+	hc := http.Client{Transport: tokenTransport()}
 	if c.HTTP != nil {
 		hc = *c.HTTP
 	}

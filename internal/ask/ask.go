@@ -173,8 +173,8 @@ func Run(ctx context.Context, args []string, e Env) error {
 		if e.Remote != nil && (socket != "" || agent != "") {
 			return usageErr("--socket and --agent name a local agent; in an agent environment collie ask goes to the bridge")
 		}
-		path, err := "", error(nil)
-		if e.Remote == nil {
+		path, err := "", e.Refused
+		if e.Remote == nil && e.Refused == nil {
 			path, err = findSocket(socket, agent, e.Getenv)
 		}
 		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -237,6 +237,9 @@ func Run(ctx context.Context, args []string, e Env) error {
 	}
 	// Only now, with the command line found good, the agent.
 	var path string
+	if e.Refused != nil {
+		return &Unasked{Err: e.Refused}
+	}
 	if e.Remote != nil {
 		if socket != "" || agent != "" {
 			return usageErr("--socket and --agent name a local agent; in an agent environment collie ask goes to the bridge")

@@ -31,6 +31,10 @@ type Env struct {
 	// (issue 14). Its transport sends a request's path ("/v1/ask") to the
 	// bridge with the agent's bearer token; the loop is the same.
 	Remote *http.Client
+	// Refused, when set, is why no question can be asked here at all (an
+	// incomplete agent environment): Run returns it as Unasked (exit 5)
+	// after checking the command line, and the hook denies with it.
+	Refused error
 }
 
 // clientFor is the client of the agent at path, or the bridge's over Remote.
