@@ -202,6 +202,11 @@ func RaftArgs(service, challenge string) []string {
 // if any, is neither read nor refreshed, and is replaced only by a session
 // the bridge issued and this package accepted.
 func (c *Client) Login(ctx context.Context, base string) (agentsession.Record, error) {
+	// The store's folder first: a grant is single use, and spending one on
+	// a session that cannot be stored would waste it.
+	if _, err := agentsession.Dir(c.Env, c.Service); err != nil {
+		return agentsession.Record{}, fmt.Errorf("cannot keep a session in this agent's home: %w", err)
+	}
 	p := NewPKCE()
 	grant, err := c.invokeAgentLogin(ctx, p.Challenge)
 	if err != nil {

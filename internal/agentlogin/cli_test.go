@@ -313,6 +313,16 @@ func TestCollieAgentEnvironment_R4_R6_R13(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.stdout, "human") {
 			t.Fatalf("human whoami: %+v", r)
 		}
+		for _, c := range []string{"login", "logout"} {
+			r := runCollie(t, bin, host.env, c, "--url", b.url())
+			if c == "logout" {
+				r = runCollie(t, bin, host.env, c)
+			}
+			if r.code != 1 || !strings.Contains(r.stderr, "is for an AI agent") {
+				t.Fatalf("human %s: %+v", c, r)
+			}
+		}
+		host.drain()
 		r = runCollie(t, bin, host.env, "durable", "list")
 		if touched := host.drain(); len(touched) == 0 {
 			t.Fatalf("the watch saw nothing of a human's collie durable list, so it proves nothing: %+v", r)

@@ -171,6 +171,24 @@ func TestLoginRefusedKeepsOldSession_R2_R13(t *testing.T) {
 	}
 }
 
+// TestLoginChecksStoreFirst_R7: with SLOCK_HOME missing, login fails
+// before raft runs, so no grant is spent on a session it cannot keep, and
+// SLOCK_HOME is not made.
+func TestLoginChecksStoreFirst_R7(t *testing.T) {
+	c, b, transport := loginSetup(t)
+	os.Remove(c.Env.Home)
+	writeEnvelope(t, transport, envelopeFor("collie", b.grant(fromArgs), time.Now().Add(time.Minute)))
+	if _, err := c.Login(context.Background(), b.url()); err == nil {
+		t.Fatal("login without SLOCK_HOME succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(transport, "args")); err == nil {
+		t.Fatal("raft ran")
+	}
+	if _, err := os.Stat(c.Env.Home); err == nil {
+		t.Fatal("SLOCK_HOME was made")
+	}
+}
+
 // sessionReplying is an exchange or refresh handler whose session reply
 // is changed by change.
 func sessionReplying(b *bridge, change func(map[string]any)) http.HandlerFunc {
