@@ -185,6 +185,13 @@ func TestCollieAgentEnvironment_R4_R6_R13(t *testing.T) {
 	t.Run("whoami_without_session", func(t *testing.T) {
 		check(t, runCollie(t, bin, append(markerEnv(markers), host.env...), "whoami"), 1, "collie login --url")
 	})
+	t.Run("ask_without_session", func(t *testing.T) {
+		r := runCollie(t, bin, append(markerEnv(markers), host.env...), "ask", "--yes-no", "q")
+		check(t, r, 5, "hint: run `collie login --url BASE` again")
+		if strings.Contains(r.stderr, "cannot reach") {
+			t.Fatalf("a missing session said as an unreachable bridge: %s", r.stderr)
+		}
+	})
 	t.Run("login_with_no_HOME_or_XDG", func(t *testing.T) {
 		writeEnvelope(t, transport, envelopeFor("collie", b.grant(fromArgs), time.Now().Add(time.Minute)))
 		check(t, runCollie(t, bin, markerEnv(markers), "login", "--url", b.url()), 0, "logged in: agent agent-7")

@@ -281,6 +281,14 @@ func (e Env) describeErr(err error, path string) string {
 		return e.who() + " refused the question: " + ae.Message
 	case errors.Is(err, context.Canceled):
 		return "stopped before an answer came"
+	case e.Remote != nil && hint.Of(err) != "":
+		// The agent session's own error (none stored, refresh refused):
+		// it says what happened, and keepHint carries its fix.
+		var ue errUnreachable
+		if errors.As(err, &ue) {
+			err = ue.err
+		}
+		return err.Error()
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
 		if e.Remote != nil {
