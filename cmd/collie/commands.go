@@ -32,6 +32,7 @@ func commands() []command {
 		{"pair", []string{"[--json] [--no-qr]"}, "pair a phone or browser: a single-use URL, QR code and check code", cmdPair},
 		{"devices", []string{"[--json]"}, "list paired devices", cmdDevices},
 		{"devices revoke", []string{"ID"}, "cut a device off at once", cmdRevoke},
+		{"push test", []string{"[--json]"}, "send one test push through the guard and every provider; says what each answered", cmdPushTest},
 		{"audit", []string{"[--agent NAME] [--device ID] [--event E] [--since DUR] [--json]"}, "show the audit log of device writes", cmdAudit},
 		{"audit verify", []string{"[--json] [FILE...]"}, "check the audit log's hash chain and the journal's anchors", cmdAuditVerify},
 		{"login", []string{"--url BASE"}, "in an agent environment: log this agent in to the bridge at BASE (agent login)", cmdLogin},

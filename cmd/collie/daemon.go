@@ -38,7 +38,7 @@ func cmdDaemon(ctx context.Context, e *env, args []string) error {
 	if *debug {
 		level = slog.LevelDebug
 	}
-	return runBridge(ctx, e, hup, paths, deviceListen(cfg.Devices), level)
+	return runBridge(ctx, e, hup, paths, deviceListen(cfg.Devices), &cfg.Push, level)
 }
 
 // catchSignals catches SIGINT and SIGTERM (they end the returned context)
@@ -68,7 +68,8 @@ func deviceListen(d config.Devices) *device.ListenConfig {
 // catchSignals); a SIGHUP on hup reloads sources.json once it is running.
 // An error that stops it before it is ready says "cannot start", one after
 // "stopped"; main reports either at PRIORITY=3 (journald.Fatal).
-func runBridge(ctx context.Context, e *env, hup <-chan os.Signal, paths config.Paths, devices *device.ListenConfig, level slog.Level) error {
+// pushCfg is [push]; nil sends no pushes (collie demo).
+func runBridge(ctx context.Context, e *env, hup <-chan os.Signal, paths config.Paths, devices *device.ListenConfig, pushCfg *config.Push, level slog.Level) error {
 	log := journald.NewLogger("collie", e.stderr, level)
 	n := systemd.NewNotifier(log)
 	cannotStart := func(err error) error { return fmt.Errorf("the daemon cannot start: %w", err) }
@@ -87,13 +88,21 @@ func runBridge(ctx context.Context, e *env, hup <-chan os.Signal, paths config.P
 	for _, r := range opened.Repaired {
 		log.Warn("the audit log was repaired at start", "path", r.Path, "offset", r.Offset, "reason", r.What)
 	}
-	b := bridge.New(bridge.Options{
+	var b *bridge.Bridge
+	var pushes pushSetup
+	if pushCfg != nil {
+		pushes = setupPush(ctx, e, paths, *pushCfg, log, func() string { return b.WebURL() })
+		defer pushes.close()
+	}
+	b = bridge.New(bridge.Options{
 		Paths:   paths,
 		UID:     os.Getuid(),
 		Log:     log,
 		Notify:  n.Notify,
 		Devices: devices,
 		Audit:   bridge.Auditor{Log: auditLog, Logger: log},
+		Push:    pushes.d,
+		PushOff: pushes.off,
 	})
 	// Each keep-alive takes the bridge's lock (Agents): a bridge stuck on
 	// it stops them, and systemd restarts the daemon (WatchdogSec=).

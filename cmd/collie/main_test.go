@@ -46,6 +46,7 @@ func TestScripts(t *testing.T) {
 			"retry":    retry,
 			"mode":     mode,
 			"exits":    exits,
+			"ntfy":     ntfyDouble,
 		},
 	})
 }

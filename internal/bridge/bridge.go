@@ -28,6 +28,7 @@ import (
 	"github.com/collie-linux/collie/internal/config"
 	"github.com/collie-linux/collie/internal/control"
 	"github.com/collie-linux/collie/internal/device"
+	"github.com/collie-linux/collie/internal/push/dispatch"
 	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/sources"
 	"github.com/collie-linux/collie/internal/systemd"
@@ -68,6 +69,11 @@ type Options struct {
 	Devices *device.ListenConfig
 	// Audit records every write a device asks for (A1); nil: none.
 	Audit device.Recorder
+	// Push decides and sends a push for each new question (D4, D9); nil:
+	// none. Run starts it and waits for it.
+	Push *dispatch.Dispatcher
+	// PushOff lists the push providers not in use, each with why (doctor).
+	PushOff []string
 }
 
 // Bridge holds the attached agents and their scheduler.
@@ -90,6 +96,7 @@ type Bridge struct {
 	api      *device.API
 	apiURL   string
 	apiFP    string
+	web      atomic.Value // string: the web app's address, for pushes
 }
 
 // agent is one attached durable agent and what was last read from it.
@@ -104,7 +111,8 @@ type agent struct {
 	status view.AgentStatus
 	snap   *wire.Snapshot
 	etag   string
-	polled chan struct{} // closed and replaced after each poll; nil: never polled
+	polled chan struct{}       // closed and replaced after each poll; nil: never polled
+	asked  map[string]struct{} // the guard's keys of the last snapshot's questions (push.go)
 
 	// Scheduling (sched.go), guarded by Bridge.mu.
 	state    state
@@ -155,6 +163,11 @@ func (b *Bridge) Run(ctx context.Context) error {
 	l, err := control.Listen(b.o.Paths.Control(), b.o.Log)
 	if err != nil {
 		return err
+	}
+	if b.o.Push != nil {
+		pctx, stop := context.WithCancel(ctx)
+		b.o.Push.Start(pctx)
+		defer func() { stop(); b.o.Push.Wait() }() // the guard's last save
 	}
 	if err := b.Reload(); err != nil {
 		l.Close()
@@ -327,6 +340,7 @@ func (b *Bridge) record(a *agent, began time.Time, hello *wire.Hello, rd upstrea
 func (b *Bridge) apply(a *agent, began time.Time, hello *wire.Hello, rd upstream.Read, err error, resched bool) {
 	log := b.o.Log.With("agent", a.src.Name)
 	before := a.status
+	var asked []dispatch.Question
 	if began.After(a.status.Checked) {
 		a.status.Checked = began
 	}
@@ -343,6 +357,9 @@ func (b *Bridge) apply(a *agent, began time.Time, hello *wire.Hello, rd upstream
 		}
 		if !rd.NotModified {
 			a.snap, a.etag = rd.Snapshot, rd.ETag
+			if b.o.Push != nil {
+				asked = b.newQuestions(a)
+			}
 		}
 	}
 	if resched {
@@ -358,6 +375,7 @@ func (b *Bridge) apply(a *agent, began time.Time, hello *wire.Hello, rd upstream
 	if !rd.NotModified || before.Reachable != after.Reachable {
 		b.changed()
 	}
+	b.pushQuestions(asked) // after the devices were told: cards first
 	if before.Reachable == after.Reachable && before.Reason == after.Reason {
 		return
 	}

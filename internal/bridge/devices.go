@@ -35,6 +35,7 @@ func (b *Bridge) startDevices(ctx context.Context) (func(), error) {
 	b.devices, b.pairings = store, device.NewPairings(nil)
 	b.api = device.NewAPI(device.Options{Backend: b, Store: store, Pairings: b.pairings, Audit: b.o.Audit, Log: b.o.Log, Site: l.Site})
 	b.apiURL, b.apiFP = l.URL, l.Fingerprint
+	b.web.Store(l.URL + "/")
 	srv := &http.Server{Handler: b.api.Handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10}
 	go srv.Serve(l)
 	return func() {

@@ -18,6 +18,7 @@ import (
 // never silently ignored. See collie.toml(5).
 type File struct {
 	Devices Devices `toml:"devices"`
+	Push    Push    `toml:"push"`
 }
 
 // Devices is [devices]: where paired phones and browsers reach the bridge.

@@ -51,6 +51,9 @@ var rules = []rule{
 	{Name: "D6_the_device_API_reaches_agents_only_through_the_bridge", From: []string{"internal/device/..."},
 		Deny: []string{"internal/upstream", "internal/sources", "internal/control"},
 		Why:  "a device's write goes to an agent only through Backend.Forward (bridge.Forward); the device API sees the protocol's types (wire, view), not the bridge's clients"},
+	{Name: "D6_a_push_only_opens_the_web_app", From: []string{"internal/push/..."},
+		Deny: []string{"internal/upstream", "internal/sources", "internal/device/...", "internal/control", "internal/bridge"},
+		Why:  "a push notifies and opens the web app; nothing under internal/push can reach an agent's routes, a device's writes or the daemon (issue 12)"},
 	{Name: "nothing_imports_the_bridge", From: []string{"..."},
 		Except: []string{"cmd/collie", "internal/bridge", "internal/e2e/..."},
 		Deny:   []string{"internal/bridge"},
@@ -242,6 +245,7 @@ func TestRulesCatchBreaks(t *testing.T) {
 		"X2_sanitize_is_a_leaf":                                    {"internal/sanitize", "internal/wire"},
 		"view_is_types_of_the_protocol":                            {"internal/view", "internal/control"},
 		"A1_audit_is_below_the_device_API":                         {"internal/audit", "internal/device"},
+		"D6_a_push_only_opens_the_web_app":                         {"internal/push/ntfy", "internal/upstream"},
 	}
 	for _, r := range rules {
 		t.Run(r.Name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/collie-linux/collie/internal/config"
+	"github.com/collie-linux/collie/internal/control"
 	"github.com/collie-linux/collie/internal/view"
 )
 
@@ -67,6 +68,8 @@ type Env struct {
 	// NAME (collie-agent --check-config --name NAME): the message when
 	// the config is valid, the reason (file, line, setting) when not.
 	AgentCheck func(ctx context.Context, name string) (string, error)
+	// Push asks the running daemon about its pushes (control.Client).
+	Push func(ctx context.Context) (control.PushStatus, error)
 
 	agents map[string]*agentState // worked out once per run (agent)
 }
@@ -121,6 +124,7 @@ var checks = []check{
 	{"journald", checkJournald},
 	{"daemon", checkDaemon},
 	{"device-listener", checkDeviceListener},
+	{"push", checkPush},
 }
 
 // Names lists the checks, in the order they run.

@@ -90,6 +90,9 @@ func healthy(t *testing.T) (*Env, string) {
 		Daemon:   fakeDaemon{agents: []view.AgentStatus{{Name: "demo", Transport: "socket", Target: sock, Reachable: true}}},
 		Probe:    func(context.Context, string) (string, error) { return "demo", nil },
 		Dial:     func(context.Context, string) error { return nil },
+		Push: func(context.Context) (control.PushStatus, error) {
+			return control.PushStatus{Providers: []string{"ntfy"}}, nil
+		},
 		AgentCheck: func(_ context.Context, name string) (string, error) {
 			return root + "/config/collie-agent/" + name + ".toml is valid", nil
 		},
@@ -184,6 +187,7 @@ func broken(t *testing.T) (*Env, string) {
 	}
 	e.Journald = func() error { return errors.New("nothing listens at /run/systemd/journal/socket") }
 	e.Daemon = fakeDaemon{err: control.ErrNotRunning}
+	e.Push = func(context.Context) (control.PushStatus, error) { return control.PushStatus{}, control.ErrNotRunning }
 	return e, root
 }
 
@@ -215,7 +219,7 @@ func TestCheckFlag(t *testing.T) {
 	golden(t, "check-durable-socket.txt", text(t, run(t, e, "durable-socket")), root)
 
 	_, err := Run(context.Background(), e, "nope")
-	want := `there is no check "nope"; the checks are: binary, config, sources, durable-socket, agent-config, desk, state-dir, audit-log, units, linger, journald, daemon, device-listener`
+	want := `there is no check "nope"; the checks are: binary, config, sources, durable-socket, agent-config, desk, state-dir, audit-log, units, linger, journald, daemon, device-listener, push`
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %q", err, want)
 	}

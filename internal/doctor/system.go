@@ -50,7 +50,8 @@ func FromSystem(getenv func(string) string, version string) *Env {
 		return nil
 	}
 	if e.PathsErr == nil {
-		e.Daemon = control.NewClient(e.Paths.Control())
+		c := control.NewClient(e.Paths.Control())
+		e.Daemon, e.Push = c, c.PushStatus
 	}
 	e.Dial = dialTCP
 	e.AgentCheck = func(ctx context.Context, name string) (string, error) { return checkAgentConfig(ctx, self, name) }

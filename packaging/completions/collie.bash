@@ -12,7 +12,7 @@ _collie()
     local cur prev words cword
     _init_completion || return
 
-    local checks="binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener"
+    local checks="binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener push"
     case $prev in
         --socket | --ca-file)
             _filedir
@@ -32,7 +32,7 @@ _collie()
     esac
 
     if ((cword == 1)); then
-        COMPREPLY=($(compgen -W "daemon demo doctor durable show ask pair devices audit login logout whoami version help" -- "$cur"))
+        COMPREPLY=($(compgen -W "daemon demo doctor durable show ask pair devices push audit login logout whoami version help" -- "$cur"))
         return
     fi
 
@@ -54,6 +54,13 @@ _collie()
             ;;
         whoami)
             COMPREPLY=($(compgen -W "--json" -- "$cur"))
+            ;;
+        push)
+            if ((cword == 2)); then
+                COMPREPLY=($(compgen -W "test" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -W "--json" -- "$cur"))
+            fi
             ;;
         devices)
             if ((cword == 2)); then

@@ -5,7 +5,7 @@ function __collie_agents
     test -r $f; and sed -n 's/^ *"name": *"\([^"]*\)".*/\1/p' $f
 end
 
-set -l commands daemon demo doctor durable show ask pair devices audit login logout whoami version help
+set -l commands daemon demo doctor durable show ask pair devices push audit login logout whoami version help
 complete -c collie -f
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a daemon -d 'Run the bridge in the foreground'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a demo -d 'Run the bridge with a demo agent'
@@ -15,6 +15,7 @@ complete -c collie -n "not __fish_seen_subcommand_from $commands" -a show -d 'Sh
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a ask -d 'Ask the user through a durable agent'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a pair -d 'Pair a phone or browser'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a devices -d 'List or revoke paired devices'
+complete -c collie -n "not __fish_seen_subcommand_from $commands" -a push -d 'Send a test push'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a audit -d 'Show or verify the audit log'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a login -d 'Log an agent in to the bridge (agent environment)'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a logout -d 'Log an agent out (agent environment)'
@@ -23,7 +24,7 @@ complete -c collie -n "not __fish_seen_subcommand_from $commands" -a version -d 
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a help -d 'Print the usage'
 
 complete -c collie -n '__fish_seen_subcommand_from daemon' -l debug -d 'Log debug lines too'
-complete -c collie -n '__fish_seen_subcommand_from doctor show list pair devices audit whoami' -l json -d 'Print JSON'
+complete -c collie -n '__fish_seen_subcommand_from doctor show list pair devices audit whoami push' -l json -d 'Print JSON'
 complete -c collie -n '__fish_seen_subcommand_from login' -l url -x -d "The bridge's address"
 complete -c collie -n '__fish_seen_subcommand_from audit; and not __fish_seen_subcommand_from verify' -a verify -d 'Check the hash chain'
 complete -c collie -n '__fish_seen_subcommand_from audit' -l agent -x -a '(__collie_agents)' -d 'Only this agent'
@@ -47,8 +48,9 @@ complete -c collie -n '__fish_seen_subcommand_from ask' -l socket -r -F -d 'Ask 
 complete -c collie -n '__fish_seen_subcommand_from ask' -l hook -x -a claude -d "Read a hook's JSON on stdin"
 complete -c collie -n '__fish_seen_subcommand_from pair' -l no-qr -d 'Do not draw the QR code'
 complete -c collie -n '__fish_seen_subcommand_from devices; and not __fish_seen_subcommand_from revoke' -a revoke -d 'Cut a device off at once'
+complete -c collie -n '__fish_seen_subcommand_from push; and not __fish_seen_subcommand_from test' -a test -d 'Send one test push through the guard and every provider'
 complete -c collie -n '__fish_seen_subcommand_from doctor' -l check -x -d 'Run only one check' \
-    -a 'binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener'
+    -a 'binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener push'
 
 set -l durable_subs attach detach list
 complete -c collie -n "__fish_seen_subcommand_from durable; and not __fish_seen_subcommand_from $durable_subs" -a "$durable_subs"

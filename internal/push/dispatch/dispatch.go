@@ -111,6 +111,12 @@ func (d *Dispatcher) Start(ctx context.Context) {
 // Wait returns when every goroutine Start began has ended.
 func (d *Dispatcher) Wait() { d.wg.Wait() }
 
+// Preview reports whether pushes carry question text.
+func (d *Dispatcher) Preview() bool { return d.o.Preview }
+
+// Guard reports the guard's state now.
+func (d *Dispatcher) Guard() guard.Status { return d.o.Guard.Status() }
+
 // Providers names the configured providers.
 func (d *Dispatcher) Providers() []string {
 	out := make([]string, len(d.workers))

@@ -1,0 +1,117 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Push is [push]: how a new question reaches the user when no page is
+// open (D4, D9). See collie.toml(5).
+type Push struct {
+	// Preview puts the question's text in a push's body; off by default,
+	// because a lock screen is public.
+	Preview bool `toml:"preview"`
+	// Desktop: nil (unset) shows desktop notifications when a session bus
+	// and a notification server exist; true asks for them (a warning when
+	// there are none); false turns them off.
+	Desktop *bool `toml:"desktop"`
+	// Ntfy is [push.ntfy]; nil when the table is absent.
+	Ntfy *Ntfy `toml:"ntfy"`
+}
+
+// Ntfy is [push.ntfy]: pushes through an ntfy server to the ntfy app.
+type Ntfy struct {
+	// Server is the server's base URL; "" is DefaultNtfyServer.
+	Server string `toml:"server"`
+	// Topic is the topic the ntfy app subscribes to.
+	Topic string `toml:"topic"`
+	// TokenFile names a file (mode 0600 or stricter, the user's own)
+	// holding the access token; TokenEnv an environment variable holding
+	// it. At most one; neither publishes without a token.
+	TokenFile string `toml:"token_file"`
+	TokenEnv  string `toml:"token_env"`
+	// Priority is min, low, default, high, max or urgent; "" is default.
+	Priority string `toml:"priority"`
+}
+
+// DefaultNtfyServer is the public ntfy server.
+const DefaultNtfyServer = "https://ntfy.sh"
+
+// ServerURL returns the configured server, or the default.
+func (n Ntfy) ServerURL() string {
+	if n.Server == "" {
+		return DefaultNtfyServer
+	}
+	return n.Server
+}
+
+// maxTokenFile bounds a token file: a token is at most 4096 bytes.
+const maxTokenFile = 8192
+
+// Token reads the access token from token_file or token_env (getenv is
+// os.Getenv or a test's); "" when neither is set. An error names the
+// setting and says what to do; it never holds the token.
+func (n Ntfy) Token(getenv func(string) string) (string, error) {
+	switch {
+	case n.TokenFile != "" && n.TokenEnv != "":
+		return "", errors.New("[push.ntfy] has both token_file and token_env; keep one")
+	case n.TokenEnv != "":
+		v := strings.TrimSpace(getenv(n.TokenEnv))
+		if v == "" {
+			return "", fmt.Errorf("[push.ntfy] token_env names %s, which is not set in the daemon's environment; set it (for collie.service: systemctl --user set-environment %s=..., or an Environment= line in a drop-in), or use token_file", n.TokenEnv, n.TokenEnv)
+		}
+		return v, nil
+	case n.TokenFile != "":
+		return readTokenFile(n.TokenFile)
+	}
+	return "", nil
+}
+
+// readTokenFile reads a token file that only its owner, the user, can
+// read.
+func readTokenFile(path string) (string, error) {
+	if !filepath.IsAbs(path) {
+		return "", fmt.Errorf("[push.ntfy] token_file %q is not an absolute path; give its full path", path)
+	}
+	lfi, err := os.Lstat(path)
+	if err != nil {
+		return "", fmt.Errorf("[push.ntfy] token_file: %w; write the token to it with mode 0600 (umask 077; cat > %s)", err, path)
+	}
+	if !lfi.Mode().IsRegular() {
+		return "", fmt.Errorf("[push.ntfy] token_file %s is not a regular file (a link is not followed)", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("[push.ntfy] token_file: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("[push.ntfy] token_file: %w", err)
+	}
+	if !os.SameFile(lfi, fi) {
+		return "", fmt.Errorf("[push.ntfy] token_file %s changed while it was read; try again", path)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("[push.ntfy] token_file %s has mode %04o, so others can read the token; run: chmod 600 %s", path, fi.Mode().Perm(), path)
+	}
+	if uid, ok := fileOwner(fi); ok && uid != os.Getuid() {
+		return "", fmt.Errorf("[push.ntfy] token_file %s belongs to user %d, not to you", path, uid)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	if err != nil {
+		return "", fmt.Errorf("[push.ntfy] token_file: %w", err)
+	}
+	if len(data) > maxTokenFile {
+		return "", fmt.Errorf("[push.ntfy] token_file %s is over %d bytes, so it is not a token", path, maxTokenFile)
+	}
+	tok := strings.TrimSpace(string(data))
+	if tok == "" {
+		return "", fmt.Errorf("[push.ntfy] token_file %s is empty; write the token to it", path)
+	}
+	return tok, nil
+}

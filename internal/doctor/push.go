@@ -1,0 +1,121 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/collie-linux/collie/internal/config"
+	"github.com/collie-linux/collie/internal/control"
+	"github.com/collie-linux/collie/internal/push/ntfy"
+	"github.com/collie-linux/collie/internal/sanitize"
+)
+
+// noProviderFix is what to do when no push provider is in use.
+const noProviderFix = "set topic in [push.ntfy] of config.toml (collie.toml(5)) and subscribe to it in the ntfy app (README: Pushes on your phone), then: systemctl --user restart collie"
+
+// checkPush is the push row (issue 12, D4, D9): the providers [push]
+// configures, the daemon's providers in use and the last push's result at
+// each, and whether the guard holds pushes back now.
+func checkPush(ctx context.Context, e *Env) []Row {
+	if e.PathsErr != nil {
+		return noPaths(e)
+	}
+	path := e.Paths.ConfigFile()
+	cfg, _, err := config.Load(path)
+	if err != nil {
+		return []Row{skip("fix the config row first", "config.toml cannot be read (see the config row)")}
+	}
+	edit := "edit [push.ntfy] in " + path + " (collie.toml(5)), then: systemctl --user restart collie"
+	if n := cfg.Push.Ntfy; n != nil {
+		if err := checkNtfy(*n); err != nil {
+			return []Row{fail(edit, "ntfy: %v", err)}
+		}
+	}
+	if e.Push == nil {
+		return []Row{skip("systemctl --user start collie.service", "the daemon is not running")}
+	}
+	cctx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	st, err := e.Push(cctx)
+	switch {
+	case errors.Is(err, control.ErrNotRunning):
+		return []Row{skip("systemctl --user start collie.service", "the daemon is not running")}
+	case err != nil:
+		return []Row{skip("see the daemon row", "the daemon does not answer about pushes: %v", err)}
+	}
+	for _, off := range st.Off {
+		if strings.HasPrefix(off, "ntfy:") {
+			return []Row{fail(edit, "%s", clean(off))}
+		}
+	}
+	if len(st.Providers) == 0 {
+		why := ""
+		if len(st.Off) > 0 {
+			why = " (" + clean(strings.Join(st.Off, "; ")) + ")"
+		}
+		return []Row{warn(noProviderFix, "no push provider is in use%s: a question is seen only while the web page is open", why)}
+	}
+	msg := fmt.Sprintf("providers: %s; %s; %s", strings.Join(st.Providers, ", "), counters(st), guardNow(st))
+	names := make([]string, 0, len(st.Last))
+	for name := range st.Last {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var last []string
+	for _, name := range names {
+		r := st.Last[name]
+		if !r.OK {
+			return []Row{warn("collie push test; then check [push] in "+path+" (collie.toml(5))",
+				"%s; the last push at %s (%s, %s) failed after %d tries: %s", msg, name, r.Kind, r.At.Local().Format(time.DateTime), r.Attempts, clean(r.Answer))}
+		}
+		last = append(last, fmt.Sprintf("%s ok at %s", name, r.At.Local().Format(time.DateTime)))
+	}
+	if len(last) == 0 {
+		return []Row{ok("%s; no push sent yet (collie push test sends one)", msg)}
+	}
+	return []Row{ok("%s; last push: %s", msg, strings.Join(last, ", "))}
+}
+
+// checkNtfy checks [push.ntfy] as the daemon will take it; a token from
+// token_env is the daemon's environment's, so only the daemon's row can
+// tell.
+func checkNtfy(n config.Ntfy) error {
+	tok := ""
+	switch {
+	case n.TokenFile != "" && n.TokenEnv != "":
+		return errors.New("[push.ntfy] has both token_file and token_env; keep one")
+	case n.TokenFile != "":
+		var err error
+		if tok, err = n.Token(func(string) string { return "" }); err != nil {
+			return err
+		}
+	}
+	_, err := ntfy.New(ntfy.Options{Server: n.ServerURL(), Topic: n.Topic, Token: tok, Priority: n.Priority})
+	return err
+}
+
+func counters(st control.PushStatus) string {
+	return fmt.Sprintf("since the daemon started %d sent, %d held back, %d summaries (D9)", st.Sent, st.Held, st.Summaries)
+}
+
+// guardNow says whether the guard holds pushes back now.
+func guardNow(st control.PushStatus) string {
+	switch {
+	case st.HoldingBack != "" && !st.Until.IsZero():
+		return fmt.Sprintf("the guard holds pushes back until %s: %s", st.Until.Local().Format("15:04"), st.HoldingBack)
+	case st.HoldingBack != "":
+		return "the guard holds pushes back now: " + st.HoldingBack
+	case st.SentLastHour >= 30:
+		return "30 pushes in the last hour: the next question becomes the summary push"
+	}
+	return fmt.Sprintf("the guard lets the next push out (%d in the last hour)", st.SentLastHour)
+}
+
+func clean(s string) string {
+	s, _ = sanitize.Line(s, 1024)
+	return s
+}

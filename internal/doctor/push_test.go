@@ -1,0 +1,70 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/collie-linux/collie/internal/control"
+)
+
+// TestPushRow_D9: the push row names the providers in use, the last push's
+// result at each, the guard's counters and whether it holds pushes back
+// now; a bad [push.ntfy] or a provider the daemon left out fails with the
+// fix; no provider at all is a warning.
+func TestPushRow_D9(t *testing.T) {
+	at := time.Date(2026, 12, 2, 18, 40, 0, 0, time.Local)
+	for _, tc := range []struct {
+		name   string
+		config string
+		st     control.PushStatus
+		err    error
+		status Status
+		want   []string
+	}{
+		{"ok_with_counts", "", control.PushStatus{Providers: []string{"ntfy", "desktop"}, Sent: 12, Held: 980, Summaries: 1,
+			Last: map[string]control.PushResult{"ntfy": {At: at, Kind: "question", OK: true, Attempts: 1}, "desktop": {At: at, Kind: "question", OK: true, Attempts: 1}}},
+			nil, OK, []string{"providers: ntfy, desktop", "12 sent, 980 held back, 1 summaries", "last push: desktop ok at 2026-12-02 18:40:00, ntfy ok at"}},
+		{"D9_silent_hour", "", control.PushStatus{Providers: []string{"ntfy"}, Summaries: 1, SentLastHour: 31, HoldingBack: "the host is silent for an hour after a summary push", Until: at.Add(time.Hour)},
+			nil, OK, []string{"the guard holds pushes back until 19:40: the host is silent"}},
+		{"D9_minute_limit", "", control.PushStatus{Providers: []string{"ntfy"}, SentLastHour: 10, HoldingBack: "10 pushes in the last minute on this host"},
+			nil, OK, []string{"the guard holds pushes back now: 10 pushes in the last minute"}},
+		{"D9_next_is_summary", "", control.PushStatus{Providers: []string{"ntfy"}, SentLastHour: 30}, nil, OK, []string{"the next question becomes the summary push"}},
+		{"last_failed", "", control.PushStatus{Providers: []string{"ntfy"},
+			Last: map[string]control.PushResult{"ntfy": {At: at, Kind: "question", OK: false, Attempts: 4, Answer: "ntfy at https://ntfy.sh answered 502 Bad Gateway"}}},
+			nil, Warn, []string{"the last push at ntfy (question, 2026-12-02 18:40:00) failed after 4 tries: ntfy at https://ntfy.sh answered 502"}},
+		{"no_provider", "", control.PushStatus{Off: []string{"desktop: there is no session bus"}}, nil, Warn,
+			[]string{"no push provider is in use (desktop: there is no session bus): a question is seen only while the web page is open"}},
+		{"ntfy_left_out_by_the_daemon", "", control.PushStatus{Providers: []string{"desktop"}, Off: []string{"ntfy: [push.ntfy] token_env names NTFY, which is not set in the daemon's environment"}},
+			nil, Fail, []string{"ntfy: [push.ntfy] token_env names NTFY"}},
+		{"bad_topic", "[push.ntfy]\ntopic = \"a b\"\n", control.PushStatus{}, nil, Fail, []string{"ntfy: the ntfy topic must be"}},
+		{"http_elsewhere", "[push.ntfy]\nserver = \"http://ntfy.lan\"\ntopic = \"t\"\n", control.PushStatus{}, nil, Fail, []string{"plain http:// is only for an ntfy server on this machine"}},
+		{"not_running", "", control.PushStatus{}, control.ErrNotRunning, Skip, []string{"the daemon is not running"}},
+		{"no_answer", "", control.PushStatus{}, errors.New("timeout"), Skip, []string{"the daemon does not answer about pushes"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := healthy(t)
+			if tc.config != "" {
+				os.WriteFile(filepath.Join(e.Paths.Config, "config.toml"), []byte(tc.config), 0o600)
+			}
+			e.Push = func(context.Context) (control.PushStatus, error) { return tc.st, tc.err }
+			rows := run(t, e, "push")
+			if len(rows) != 1 {
+				t.Fatalf("%d rows", len(rows))
+			}
+			r := rows[0]
+			if r.Status != tc.status || (r.Status != OK && r.Fix == "") {
+				t.Fatalf("row %+v, want %s with a fix", r, tc.status)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.Message, w) {
+					t.Errorf("message %q lacks %q", r.Message, w)
+				}
+			}
+		})
+	}
+}
