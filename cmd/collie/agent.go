@@ -152,16 +152,28 @@ func cmdWhoami(_ context.Context, e *env, args []string) error {
 	}
 	out.AgentID, out.Service, out.APIBase = e.admission.Env.AgentID, agentlogin.Service, rec.APIBase
 	out.AccessExpiresAt, out.RefreshExpiresAt = rec.AccessExpiresAt, rec.RefreshExpiresAt
-	if *asJSON {
-		return writeJSON(e.stdout, out)
-	}
 	now := time.Now()
+	if *asJSON {
+		if err := writeJSON(e.stdout, out); err != nil {
+			return err
+		}
+		return sessionOver(rec, now)
+	}
 	refresh := "no expiry given"
 	if t, ok := rec.RefreshExpiry(); ok {
 		refresh = *rec.RefreshExpiresAt + " (" + relative(now, t) + ")"
 	}
 	fmt.Fprintf(e.stdout, "agent:           %s\nservice:         %s\nbridge:          %s\naccess expires:  %s (%s)\nrefresh expires: %s\n",
 		out.AgentID, out.Service, out.APIBase, rec.AccessExpiresAt, relative(now, rec.AccessExpiry()), refresh)
+	return sessionOver(rec, now)
+}
+
+// sessionOver is the error of a stored session that can no longer be
+// refreshed: its refresh token expired. whoami shows it, and exits 1.
+func sessionOver(rec agentsession.Record, now time.Time) error {
+	if t, ok := rec.RefreshExpiry(); ok && !t.After(now) {
+		return hint.New("the agent session's refresh token expired", agentlogin.LoginHint(rec.APIBase))
+	}
 	return nil
 }
 

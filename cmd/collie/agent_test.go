@@ -7,8 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/collie-linux/collie/internal/agentlogin"
 	"github.com/collie-linux/collie/internal/agentsession"
+	"github.com/collie-linux/collie/internal/cli"
 )
 
 // TestAgentCommandsReadOnlyMarkers_R4: in an agent environment, complete
@@ -56,5 +59,50 @@ func TestAgentCommandsReadOnlyMarkers_R4(t *testing.T) {
 	dispatch(context.Background(), e, []string{"durable", "list"})
 	if !strings.Contains(strings.Join(read, " "), "XDG_CONFIG_HOME") {
 		t.Fatalf("a human's collie durable list read %v", read)
+	}
+}
+
+// TestWhoami_R8: whoami from the store alone: a live session exits 0 with
+// the agent, service, bridge and expiries and no token; one whose refresh
+// token expired is shown and exits 1 with the login hint.
+func TestWhoami_R8(t *testing.T) {
+	root := t.TempDir()
+	home, transport := filepath.Join(root, "slock"), filepath.Join(root, "transport")
+	os.Mkdir(home, 0o700)
+	os.Mkdir(transport, 0o700)
+	os.WriteFile(filepath.Join(transport, "raft"), []byte("#!/bin/sh\n"), 0o755)
+	m := map[string]string{agentsession.MarkerTransportDir: transport, agentsession.MarkerHome: home, agentsession.MarkerAgentID: "agent-9"}
+	a := agentsession.Admit(func(k string) string { return m[k] })
+	past, future := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	for _, tc := range []struct {
+		name    string
+		refresh *string
+		code    int
+	}{{"live", &future, 0}, {"no_refresh_expiry", nil, 0}, {"refresh_expired", &past, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := agentsession.Session{Schema: agentsession.Schema, TokenType: "Bearer", AccessToken: "ACCESS-SECRET", AccessExpiresAt: past,
+				RefreshToken: "REFRESH-SECRET", RefreshExpiresAt: tc.refresh}
+			if _, err := agentsession.Write(a.Env, agentlogin.Service, s, "https://bridge.example", time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			for _, args := range [][]string{{"whoami"}, {"whoami", "--json"}} {
+				var out, errb bytes.Buffer
+				e := &env{stdout: &out, stderr: &errb, getenv: func(k string) string { return m[k] }, json: cli.WantsJSON(nil, args)}
+				err := dispatch(context.Background(), e, args)
+				if code := exitCode(err); code != tc.code {
+					t.Fatalf("%v: exit %d, want %d (%v)", args, code, tc.code, err)
+				}
+				if err != nil {
+					report(e, err, exitCode(err))
+				}
+				all := out.String() + errb.String()
+				if !strings.Contains(all, "agent-9") || !strings.Contains(all, "https://bridge.example") || strings.Contains(all, "SECRET") {
+					t.Fatalf("%v printed %s", args, all)
+				}
+				if tc.code != 0 && !strings.Contains(all, "collie login --url https://bridge.example") {
+					t.Fatalf("%v: no login hint: %s", args, all)
+				}
+			}
+		})
 	}
 }
