@@ -81,3 +81,35 @@ func TestHasExtension(t *testing.T) {
 		}
 	}
 }
+
+// FuzzPushCopy: whatever an agent puts in a push's title and body, what
+// the bridge keeps is valid UTF-8 within its limit, on one line, with no
+// control, invisible or direction character, and cleaning it again
+// changes nothing.
+func FuzzPushCopy(f *testing.F) {
+	f.Add("Release waits", "Ship 1.2?")
+	f.Add("a\u202eb\u0000c\n", strings.Repeat("é", 300))
+	f.Add("\u200b", "")
+	f.Fuzz(func(t *testing.T, title, body string) {
+		q := Question{ID: "q", Kind: AskYesNo, Title: "T", Push: &PushCopy{Title: title, Body: body}}
+		if reason := cleanQuestion(&q); reason != "" {
+			t.Fatalf("dropped: %s", reason)
+		}
+		if q.Push == nil {
+			return
+		}
+		for _, f := range []struct {
+			v   string
+			max int
+		}{{q.Push.Title, PushTitleBytes}, {q.Push.Body, PushBodyBytes}} {
+			if len(f.v) > f.max || !utf8.ValidString(f.v) || strings.ContainsAny(f.v, "\n\t\r\x00\u202e\u200b\ufeff") {
+				t.Fatalf("kept %q (limit %d)", f.v, f.max)
+			}
+		}
+		again := Question{ID: "q", Kind: AskYesNo, Title: "T", Push: &PushCopy{Title: q.Push.Title, Body: q.Push.Body}}
+		cleanQuestion(&again)
+		if again.Push == nil || *again.Push != *q.Push {
+			t.Fatalf("cleaning again changed %+v to %+v", q.Push, again.Push)
+		}
+	})
+}

@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/godbus/dbus/v5"
 
@@ -65,7 +66,9 @@ func SessionAddress(getenv func(string) string) (string, error) {
 type Options struct {
 	// Address is the session bus's address (SessionAddress).
 	Address string
-	// Open opens a URL in the user's browser; nil runs xdg-open.
+	// Open opens a URL in the user's browser; nil asks the desktop portal
+	// (org.freedesktop.portal.OpenURI, on the same bus), and runs xdg-open
+	// where there is none.
 	Open func(url string) error
 	Log  *slog.Logger
 
@@ -93,9 +96,6 @@ type Provider struct {
 // is there (it owns org.freedesktop.Notifications, or the bus can start
 // one). Close it when done.
 func New(ctx context.Context, o Options) (*Provider, error) {
-	if o.Open == nil {
-		o.Open = xdgOpen
-	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
@@ -104,6 +104,9 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 		return nil, fmt.Errorf("connect to the session bus: %w", err)
 	}
 	p := &Provider{conn: conn, obj: conn.Object(BusName, Path), open: o.Open, log: o.Log, handled: o.handled, urls: map[uint32]string{}, done: make(chan struct{})}
+	if p.open == nil {
+		p.open = p.openURI
+	}
 	if err := p.available(ctx); err != nil {
 		conn.Close()
 		return nil, err
@@ -288,13 +291,27 @@ func (p *Provider) Close() error {
 	return err
 }
 
-// xdgOpen opens an http(s) URL with xdg-open, as the desktop's browser.
-func xdgOpen(u string) error {
+// openURI opens an http(s) URL in the user's browser. It asks the desktop
+// portal first: the daemon runs sandboxed (collie.service), and a browser
+// started as its child would inherit the sandbox; the portal starts it in
+// the user's session. Without a portal it runs xdg-open.
+func (p *Provider) openURI(u string) error {
 	pu, err := url.Parse(u)
 	if err != nil || (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "" {
 		return errors.New("not a web address")
 	}
-	cmd := exec.Command("xdg-open", pu.String())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	portal := p.conn.Object("org.freedesktop.portal.Desktop", "/org/freedesktop/portal/desktop")
+	if err := portal.CallWithContext(ctx, "org.freedesktop.portal.OpenURI.OpenURI", 0, "", pu.String(), map[string]dbus.Variant{}).Err; err == nil {
+		return nil
+	}
+	return xdgOpen(pu.String())
+}
+
+// xdgOpen opens a checked web address with xdg-open.
+func xdgOpen(u string) error {
+	cmd := exec.Command("xdg-open", u)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("run xdg-open: %w", err)
 	}

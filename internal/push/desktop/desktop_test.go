@@ -260,3 +260,48 @@ func TestDesktopNoServer(t *testing.T) {
 		t.Fatalf("SessionAddress: %v", err)
 	}
 }
+
+// portal is a desktop portal double: it records OpenURI calls.
+type portal struct{ opened chan string }
+
+func (p *portal) OpenURI(parent, uri string, options map[string]dbus.Variant) (dbus.ObjectPath, *dbus.Error) {
+	p.opened <- uri
+	return "/org/freedesktop/portal/desktop/request/1", nil
+}
+
+// TestDesktopOpensThroughPortal_D6: the open action asks the desktop
+// portal to open the web app (the sandboxed daemon starts no browser of
+// its own), with the URL the provider stored.
+func TestDesktopOpensThroughPortal_D6(t *testing.T) {
+	addr := startBus(t)
+	srv := startServer(t, addr)
+	pconn, err := dbus.Connect(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pconn.Close()
+	pt := &portal{opened: make(chan string, 1)}
+	if err := pconn.Export(pt, "/org/freedesktop/portal/desktop", "org.freedesktop.portal.OpenURI"); err != nil {
+		t.Fatal(err)
+	}
+	if reply, err := pconn.RequestName("org.freedesktop.portal.Desktop", dbus.NameFlagDoNotQueue); err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
+		t.Fatalf("own the portal's name: %v %v", reply, err)
+	}
+	p, err := New(context.Background(), Options{Address: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Send(context.Background(), message()); err != nil {
+		t.Fatal(err)
+	}
+	srv.invoke(t, srv.conn, 1, "default")
+	select {
+	case u := <-pt.opened:
+		if u != "http://127.0.0.1:8780/" {
+			t.Fatalf("the portal was asked to open %q", u)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the portal was never asked to open the web app")
+	}
+}

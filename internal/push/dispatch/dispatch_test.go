@@ -82,8 +82,25 @@ func (l *logs) Handle(_ context.Context, r slog.Record) error {
 	l.mu.Unlock()
 	return nil
 }
-func (l *logs) WithAttrs([]slog.Attr) slog.Handler { return l }
-func (l *logs) WithGroup(string) slog.Handler      { return l }
+func (l *logs) WithAttrs(as []slog.Attr) slog.Handler { return &withAttrs{l, as} }
+func (l *logs) WithGroup(string) slog.Handler         { return l }
+
+// withAttrs is logs with the attributes of a Logger.With.
+type withAttrs struct {
+	l  *logs
+	as []slog.Attr
+}
+
+func (w *withAttrs) Enabled(context.Context, slog.Level) bool { return true }
+func (w *withAttrs) Handle(ctx context.Context, r slog.Record) error {
+	r = r.Clone()
+	r.AddAttrs(w.as...)
+	return w.l.Handle(ctx, r)
+}
+func (w *withAttrs) WithAttrs(as []slog.Attr) slog.Handler {
+	return &withAttrs{w.l, append(append([]slog.Attr(nil), w.as...), as...)}
+}
+func (w *withAttrs) WithGroup(string) slog.Handler { return w }
 
 func (l *logs) count(level slog.Level, msg string) int {
 	l.mu.Lock()
@@ -358,4 +375,40 @@ func TestCompose_D4(t *testing.T) {
 			t.Fatal("a question with a tool call and one without share a key")
 		}
 	})
+}
+
+// TestEveryDecisionIsADebugLine_D9: every push sent, held back or
+// summarised is a debug line carrying the guard's running counts, for the
+// journal; a repeat is none; the summary is an info line too.
+func TestEveryDecisionIsADebugLine_D9(t *testing.T) {
+	now := time.Now()
+	g, _ := guard.Open(guard.Options{Now: func() time.Time { return now }})
+	d, l, stop := start(t, Options{Guard: g, Providers: []push.Provider{&fake{name: "ntfy"}}})
+	defer stop()
+	for minute := range 3 {
+		for i := range 12 { // 10 sent, 2 held back each minute
+			d.Question(q("a", fmt.Sprint("c", minute, "-", i), minute*100+i))
+		}
+		now = now.Add(time.Minute)
+	}
+	d.Question(q("a", "last", 999)) // the 31st: the summary
+	d.Question(q("a", "last", 999)) // a repeat: nothing
+	if sent, held, sum := l.count(slog.LevelDebug, "push sent"), l.count(slog.LevelDebug, "push held back"), l.count(slog.LevelDebug, "push summarised"); sent != 30 || held != 6 || sum != 1 {
+		t.Fatalf("debug lines: %d sent, %d held back, %d summarised; want 30, 6, 1", sent, held, sum)
+	}
+	if n := l.count(slog.LevelInfo, "30 pushes in the last hour"); n != 1 {
+		t.Fatalf("%d info lines for the summary", n)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.recs {
+		if r.Message != "push summarised" {
+			continue
+		}
+		attrs := map[string]string{}
+		r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
+		if attrs["sent"] != "30" || attrs["held"] != "6" || attrs["summaries"] != "1" || attrs["waiting"] != "7" {
+			t.Fatalf("the summary's line: %v", attrs)
+		}
+	}
 }
