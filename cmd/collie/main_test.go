@@ -47,6 +47,7 @@ func TestScripts(t *testing.T) {
 			"mode":     mode,
 			"exits":    exits,
 			"ntfy":     ntfyDouble,
+			"notifyd":  notifyd,
 		},
 	})
 }

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 
+	"github.com/godbus/dbus/v5"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -42,4 +46,59 @@ func ntfyDouble(ts *testscript.TestScript, neg bool, args []string) {
 	dir := filepath.Join(ts.Getenv("XDG_CONFIG_HOME"), "collie")
 	ts.Check(os.MkdirAll(dir, 0o700))
 	ts.Check(os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o600))
+}
+
+// notifyServer is a desktop notification server double on the script's
+// session bus: it logs each Notify to $WORK/notify.log.
+type notifyServer struct {
+	log string
+	mu  sync.Mutex
+	n   uint32
+}
+
+func (s *notifyServer) Notify(app string, _ uint32, _, summary, body string, actions []string, _ map[string]dbus.Variant, _ int32) (uint32, *dbus.Error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	if f, err := os.OpenFile(s.log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+		fmt.Fprintf(f, "app=%s summary=%s body=%s actions=%v\n", app, summary, body, actions)
+		f.Close()
+	}
+	return s.n, nil
+}
+
+func (s *notifyServer) GetCapabilities() ([]string, *dbus.Error) {
+	return []string{"body", "actions"}, nil
+}
+
+// notifyd is the script command `notifyd`: it starts a dbus-daemon
+// --session for the script, a notification server double on it, and sets
+// DBUS_SESSION_BUS_ADDRESS for the commands after it.
+func notifyd(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: notifyd")
+	}
+	dir, err := os.MkdirTemp("", "cb-")
+	ts.Check(err)
+	ts.Defer(func() { os.RemoveAll(dir) })
+	cmd := exec.Command("dbus-daemon", "--session", "--nofork", "--nopidfile", "--address=unix:path="+filepath.Join(dir, "bus"), "--print-address=1")
+	out, err := cmd.StdoutPipe()
+	ts.Check(err)
+	ts.Check(cmd.Start())
+	ts.Defer(func() { cmd.Process.Kill(); cmd.Wait() })
+	// The bus prints its address once it listens.
+	line, err := bufio.NewReader(out).ReadString('\n')
+	ts.Check(err)
+	addr := strings.TrimSpace(line)
+	conn, err := dbus.Connect(addr)
+	ts.Check(err)
+	ts.Defer(func() { conn.Close() })
+	s := &notifyServer{log: filepath.Join(ts.Getenv("WORK"), "notify.log")}
+	ts.Check(conn.Export(s, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"))
+	reply, err := conn.RequestName("org.freedesktop.Notifications", dbus.NameFlagDoNotQueue)
+	ts.Check(err)
+	if reply != dbus.RequestNameReplyPrimaryOwner {
+		ts.Fatalf("could not own org.freedesktop.Notifications")
+	}
+	ts.Setenv("DBUS_SESSION_BUS_ADDRESS", addr)
 }

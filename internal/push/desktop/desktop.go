@@ -99,7 +99,9 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	conn, err := dbus.Connect(o.Address, dbus.WithContext(ctx))
+	// Not dbus.WithContext(ctx): that would close the connection when the
+	// start-up's ctx ends. ctx bounds the calls below.
+	conn, err := dbus.Connect(o.Address)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the session bus: %w", err)
 	}

@@ -133,7 +133,11 @@ func TestDesktopNotify_D6(t *testing.T) {
 	opened := make(chan string, 4)
 	handled := make(chan *dbus.Signal, 64)
 	ctx := context.Background()
-	p, err := New(ctx, Options{Address: addr, Open: func(u string) error { opened <- u; return nil }, handled: func(s *dbus.Signal) { handled <- s }})
+	// The daemon starts the provider under a start-up deadline: the
+	// provider outlives it.
+	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	p, err := New(startCtx, Options{Address: addr, Open: func(u string) error { opened <- u; return nil }, handled: func(s *dbus.Signal) { handled <- s }})
+	cancel()
 	if err != nil {
 		t.Fatal(err)
 	}
