@@ -70,6 +70,7 @@ func (e *env) agentClient() *agentlogin.Client {
 func cmdLogin(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("collie login", e)
 	base := fs.String("url", "", "the bridge's address: https://HOST[:PORT], or http://127.0.0.1:PORT")
+	caFile := fs.String("ca-file", "", "a PEM `file` with the bridge's certificate (or its CA) to trust besides the system's")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -84,7 +85,13 @@ func cmdLogin(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return &cli.UsageError{Err: err}
 	}
-	rec, err := e.agentClient().Login(ctx, b)
+	c := e.agentClient()
+	if *caFile != "" {
+		if c.CA, err = agentlogin.ReadCA(*caFile); err != nil {
+			return &cli.UsageError{Err: err}
+		}
+	}
+	rec, err := c.Login(ctx, b)
 	if err != nil {
 		return err
 	}

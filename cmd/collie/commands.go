@@ -35,7 +35,7 @@ func commands() []command {
 		{"push test", []string{"[--json]"}, "send one test push through the guard and every provider; says what each answered", cmdPushTest},
 		{"audit", []string{"[--agent NAME] [--device ID] [--event E] [--since DUR] [--json]"}, "show the audit log of device writes", cmdAudit},
 		{"audit verify", []string{"[--json] [FILE...]"}, "check the audit log's hash chain and the journal's anchors", cmdAuditVerify},
-		{"login", []string{"--url BASE"}, "in an agent environment: log this agent in to the bridge at BASE (agent login)", cmdLogin},
+		{"login", []string{"--url BASE [--ca-file FILE]"}, "in an agent environment: log this agent in to the bridge at BASE (agent login)", cmdLogin},
 		{"logout", nil, "in an agent environment: remove this agent's session and have the bridge revoke it", cmdLogout},
 		{"whoami", []string{"[--json]"}, "say who collie runs as: human, or the agent and its session's expiries (no network)", cmdWhoami},
 		{"version", nil, "print the version", cmdVersion},

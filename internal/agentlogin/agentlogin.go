@@ -87,6 +87,12 @@ type Client struct {
 	Now func() time.Time
 	// Environ is the raft wrapper's environment; nil is the process's.
 	Environ []string
+	// CA is a PEM certificate to trust for the bridge besides the system's
+	// roots (collie login --ca-file); Login keeps it for later requests.
+	// Nil: the one a login kept, if any.
+	CA []byte
+
+	login bool // during Login: trust c.CA alone, never a stored one
 }
 
 // New is a Client for Collie's service in e.
@@ -207,13 +213,24 @@ func (c *Client) Login(ctx context.Context, base string) (agentsession.Record, e
 	if _, err := agentsession.Dir(c.Env, c.Service); err != nil {
 		return agentsession.Record{}, fmt.Errorf("cannot keep a session in this agent's home: %w", err)
 	}
+	c.login = true
+	defer func() { c.login = false }()
 	p := NewPKCE()
 	grant, err := c.invokeAgentLogin(ctx, p.Challenge)
 	if err != nil {
 		return agentsession.Record{}, err
 	}
 	body := exchangeRequest{SchemaExchange, grant, p.Verifier}
-	return c.tokenRequest(ctx, base, ExchangePath, body, "the grant exchange")
+	rec, err := c.tokenRequest(ctx, base, ExchangePath, body, "the grant exchange")
+	if err != nil {
+		return rec, err
+	}
+	// The certificate goes with the session: a new one, or none.
+	if err := c.keepCA(c.CA); err != nil {
+		agentsession.Remove(c.Env, c.Service)
+		return agentsession.Record{}, fmt.Errorf("could not keep the bridge's certificate beside the session, so the session is removed again: %w", err)
+	}
+	return rec, nil
 }
 
 type exchangeRequest struct {

@@ -2,6 +2,7 @@ package agentlogin
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -70,6 +71,17 @@ func newBridge(t *testing.T) *bridge {
 	b := &bridge{t: t, grants: map[string]string{}, access: map[string]time.Time{}, refresh: map[string]bool{},
 		accessTTL: 15 * time.Minute, override: map[string]http.HandlerFunc{}, failAccess: map[string]bool{}}
 	b.srv = httptest.NewServer(http.HandlerFunc(b.serve))
+	t.Cleanup(b.srv.Close)
+	return b
+}
+
+// newTLSBridge is the double over TLS with cert, at https://127.0.0.1:PORT.
+func newTLSBridge(t *testing.T, cert tls.Certificate) *bridge {
+	b := &bridge{t: t, grants: map[string]string{}, access: map[string]time.Time{}, refresh: map[string]bool{},
+		accessTTL: 15 * time.Minute, override: map[string]http.HandlerFunc{}, failAccess: map[string]bool{}}
+	b.srv = httptest.NewUnstartedServer(http.HandlerFunc(b.serve))
+	b.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	b.srv.StartTLS()
 	t.Cleanup(b.srv.Close)
 	return b
 }

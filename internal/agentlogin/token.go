@@ -40,23 +40,14 @@ func (e *RefusedError) Terminal() bool {
 	return e.Status >= 400 && e.Status < 500 && e.Code != "temporarily_unavailable"
 }
 
-// tokenTransport is the default transport with a 16 KiB cap on a reply's
-// headers (the body's is MaxTokenReply).
-func tokenTransport() http.RoundTripper {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxResponseHeaderBytes = 16 << 10
-	return t
-}
-
-// httpClient is c.HTTP with this package's rules: no redirect followed.
-func (c *Client) httpClient() *http.Client {
-	hc := http.Client{Transport: tokenTransport()}
-	if c.HTTP != nil {
-		hc = *c.HTTP
+// httpClient is the client of the token endpoints: no redirect followed,
+// no timeout of its own (the callers' contexts decide).
+func (c *Client) httpClient() (*http.Client, error) {
+	t, err := c.transport()
+	if err != nil {
+		return nil, err
 	}
-	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	hc.Timeout = 0 // the callers' contexts decide
-	return &hc
+	return &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, nil
 }
 
 // post sends body as JSON to base+path under ctx, and returns the reply's
@@ -76,7 +67,11 @@ func (c *Client) post(ctx context.Context, base, path string, body any, bearer s
 	if bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
-	resp, err := c.httpClient().Do(req)
+	hc, err := c.httpClient()
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, nil, netError(ctx, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"sync"
 )
 
 // AgentAPIPrefix is where the bridge serves the agent API, below the base
@@ -18,17 +19,22 @@ const AgentAPIPrefix = "/api/agent"
 // not followed.
 type Transport struct {
 	Client *Client
-	Base   http.RoundTripper // nil: the Client's HTTP transport, or the default
+	Base   http.RoundTripper // nil: the Client's (made on first use)
+
+	mu sync.Mutex
 }
 
-func (t *Transport) base() http.RoundTripper {
-	switch {
-	case t.Base != nil:
-		return t.Base
-	case t.Client.HTTP != nil && t.Client.HTTP.Transport != nil:
-		return t.Client.HTTP.Transport
+func (t *Transport) base() (http.RoundTripper, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.Base != nil {
+		return t.Base, nil
 	}
-	return http.DefaultTransport
+	rt, err := t.Client.transport()
+	if err == nil {
+		t.Base = rt
+	}
+	return rt, err
 }
 
 // RoundTrip sends req with the bearer token.
@@ -72,7 +78,11 @@ func (t *Transport) send(req *http.Request, base, token string) (*http.Response,
 		}
 	}
 	r.Header.Set("Authorization", "Bearer "+token)
-	return t.base().RoundTrip(r)
+	rt, err := t.base()
+	if err != nil {
+		return nil, err
+	}
+	return rt.RoundTrip(r)
 }
 
 // HTTPClient is an http.Client over Transport that follows no redirect: a

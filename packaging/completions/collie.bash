@@ -50,7 +50,7 @@ _collie()
             COMPREPLY=($(compgen -W "--json --no-qr" -- "$cur"))
             ;;
         login)
-            COMPREPLY=($(compgen -W "--url" -- "$cur"))
+            COMPREPLY=($(compgen -W "--url --ca-file" -- "$cur"))
             ;;
         whoami)
             COMPREPLY=($(compgen -W "--json" -- "$cur"))

@@ -26,6 +26,7 @@ complete -c collie -n "not __fish_seen_subcommand_from $commands" -a help -d 'Pr
 complete -c collie -n '__fish_seen_subcommand_from daemon' -l debug -d 'Log debug lines too'
 complete -c collie -n '__fish_seen_subcommand_from doctor show list pair devices audit whoami push' -l json -d 'Print JSON'
 complete -c collie -n '__fish_seen_subcommand_from login' -l url -x -d "The bridge's address"
+complete -c collie -n '__fish_seen_subcommand_from login' -l ca-file -r -F -d "The bridge's certificate"
 complete -c collie -n '__fish_seen_subcommand_from audit; and not __fish_seen_subcommand_from verify' -a verify -d 'Check the hash chain'
 complete -c collie -n '__fish_seen_subcommand_from audit' -l agent -x -a '(__collie_agents)' -d 'Only this agent'
 complete -c collie -n '__fish_seen_subcommand_from audit' -l device -x -d 'Only this device'
