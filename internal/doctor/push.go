@@ -57,7 +57,12 @@ func checkPush(ctx context.Context, e *Env) []Row {
 		if len(st.Off) > 0 {
 			why = " (" + clean(strings.Join(st.Off, "; ")) + ")"
 		}
-		return []Row{warn(noProviderFix, "no push provider is in use%s: a question is seen only while the web page is open", why)}
+		if cfg.Push.Desktop != nil && *cfg.Push.Desktop {
+			// Asked for, and not there.
+			return []Row{warn(noProviderFix, "no push provider is in use%s: a question is seen only while the web page is open", why)}
+		}
+		// Pushes are optional: a fresh installation is ok, and says how.
+		return []Row{ok("no push provider is in use%s, so a question is seen only while the web page is open; to get pushes on your phone: %s", why, noProviderFix)}
 	}
 	msg := fmt.Sprintf("providers: %s; %s; %s", strings.Join(st.Providers, ", "), counters(st), guardNow(st))
 	names := make([]string, 0, len(st.Last))
