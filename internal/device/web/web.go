@@ -25,8 +25,10 @@ var files embed.FS
 // swParts are the files the service worker, /sw.js, is made of, in order:
 // one script, because importScripts would be a Trusted Types sink (and the
 // page's scripts use none). sw-push.js shows pushes and opens the app on a
-// tap (docs/device-api.md, Notifications); the app shell's cache goes
-// before it when there is one.
+// tap (docs/device-api.md, Notifications). A part for the app shell's
+// cache goes first: embed it above and name it here. The page registers
+// the worker only through app.js's swURL(), the one Trusted Types policy
+// (SWPolicy); a string given to serviceWorker.register is refused.
 var swParts = []string{"sw-push.js"}
 
 // CSP is the Content-Security-Policy of every response of the page: its
