@@ -235,6 +235,16 @@ func TestCollieAgentEnvironment_R4_R6_R13(t *testing.T) {
 			t.Fatalf("%d refreshes and %d asks for 20 processes; want 1 and 20", after-before, asks-asksBefore)
 		}
 	})
+	t.Run("hook_over_the_bridge", func(t *testing.T) {
+		hook := exec.Command(bin, "ask", "--hook", "claude")
+		hook.Env = append([]string{"PATH=/usr/bin:/bin"}, append(markerEnv(markers), host.env...)...)
+		hook.Stdin = strings.NewReader(`{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"make deploy"},"session_id":"s","tool_use_id":"u1"}`)
+		out, err := hook.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, result{0, string(out), ""}, 0, `"permissionDecision":"allow"`)
+	})
 	t.Run("logout_bridge_down", func(t *testing.T) {
 		down := newBridge(t)
 		down.seed(env, time.Now().Add(time.Hour))
