@@ -38,7 +38,9 @@
 // checks text the user sends to an agent before it goes (X4).
 package sanitize
 
-import "strings"
+import (
+	"unsafe"
+)
 
 // Limits of X4, in bytes unless the name says Chars.
 const (
@@ -98,7 +100,7 @@ func clean(s string, limit int, u unit, keep uint32) (string, bool) {
 		return s, false
 	}
 	if u == inBytes && len(s) <= limit {
-		if out, ok := cleanWhole(s, i, keep, limit); ok {
+		if out, ok := cleanWhole(s, i, keep); ok {
 			return out, true
 		}
 	}
@@ -107,21 +109,23 @@ func clean(s string, limit int, u unit, keep uint32) (string, bool) {
 
 // cleanWhole applies X2 steps 0–2 to s, of which s[:i] is known to be
 // clean, when no cut is expected: s fits the limit in bytes, so the
-// result does too unless U+FFFD for invalid bytes makes it longer. Then
-// it reports false and cleanCut starts again. The result is built in one
-// buffer the size of s (strings.Builder, whose buffer becomes the result
-// without a copy), clean runs copied whole.
+// result does too unless U+FFFD for invalid bytes makes it longer than s.
+// Then it reports false and cleanCut starts again. The result is built in
+// one buffer the size of s, clean runs copied whole, and becomes the
+// string without a copy: one allocation.
 //
 // This is the hot loop of cleaning dirty text (issue 11), so it judges
 // characters with cleanPrefix's code written out again rather than
 // calling it (and char) once a character: TestCharEveryCodePoint and
-// FuzzFastVsLegacy hold the copies to the same answers. The builder is a
-// local variable, written only here, so that growing it needs no write
-// barrier.
-func cleanWhole(s string, i int, keep uint32, limit int) (string, bool) {
-	var b strings.Builder
-	b.Grow(len(s))
-	start := 0 // s[start:i] is clean and not yet written
+// FuzzFastVsLegacy hold the copies to the same answers.
+func cleanWhole(s string, i int, keep uint32) (string, bool) {
+	// buf holds the result: it is never longer than s, except by the
+	// U+FFFD that replaces a run of invalid bytes, checked below. Copying
+	// into a slice of known size, rather than appending, keeps bounds and
+	// growth checks out of the loop.
+	buf := make([]byte, len(s))
+	w := copy(buf, s[:i]) // buf[:w] is the result so far
+	start := i            // s[start:i] is clean and not yet copied
 	for i < len(s) {
 		c := s[i]
 		n := 1 // the length of the character at i; 0 if it is invalid
@@ -142,18 +146,45 @@ func cleanWhole(s string, i int, keep uint32, limit int) (string, bool) {
 				n = 0
 			}
 		}
-		// s[i] starts what X2 removes: write the clean run before it.
-		b.WriteString(s[start:i])
+		// s[i] starts what X2 removes: copy the clean run before it.
+		if w+i-start > len(buf) {
+			return "", false
+		}
+		w += copyRun(buf[w:], s[start:i])
 		if n == 0 {
-			// A run of invalid bytes becomes one U+FFFD.
+			// A run of invalid bytes becomes one U+FFFD, longer than
+			// a run of one or two bytes.
 			n, _ = dirtAt(s, i)
-			if b.WriteString(replacement); b.Len() > limit {
+			if w+len(replacement) > len(buf) {
 				return "", false
 			}
+			w += copy(buf[w:], replacement)
 		}
 		i += n
 		start = i
 	}
-	b.WriteString(s[start:])
-	return b.String(), b.Len() <= limit
+	if w+len(s)-start > len(buf) {
+		return "", false
+	}
+	w += copy(buf[w:], s[start:])
+	if w == 0 {
+		return "", true
+	}
+	// buf is not written again and nothing else holds it: the string
+	// shares its bytes, so the result costs one allocation.
+	return unsafe.String(&buf[0], w), true
+}
+
+// copyRun copies run to the start of dst, which has room for it. Most runs
+// between two removed characters in dirty text are short, and a byte loop
+// copies a short run faster than a call of memmove.
+func copyRun(dst []byte, run string) int {
+	if len(run) > 16 {
+		return copy(dst, run)
+	}
+	dst = dst[:len(run)]
+	for j := range dst {
+		dst[j] = run[j]
+	}
+	return len(run)
 }
