@@ -91,7 +91,7 @@ func runBridge(ctx context.Context, e *env, hup <-chan os.Signal, paths config.P
 	var b *bridge.Bridge
 	var pushes pushSetup
 	if pushCfg != nil {
-		pushes = setupPush(ctx, e, paths, *pushCfg, log, func() string { return b.WebURL() })
+		pushes = setupPush(ctx, e, paths, *pushCfg, log, func() string { return b.WebURL() }, devices != nil)
 		defer pushes.close()
 	}
 	b = bridge.New(bridge.Options{
@@ -103,6 +103,7 @@ func runBridge(ctx context.Context, e *env, hup <-chan os.Signal, paths config.P
 		Audit:   bridge.Auditor{Log: auditLog, Logger: log},
 		Push:    pushes.d,
 		PushOff: pushes.off,
+		WebPush: pushes.web,
 	})
 	// Each keep-alive takes the bridge's lock (Agents): a bridge stuck on
 	// it stops them, and systemd restarts the daemon (WatchdogSec=).

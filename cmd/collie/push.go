@@ -15,6 +15,7 @@ import (
 	pushdispatch "github.com/collie-linux/collie/internal/push/dispatch"
 	"github.com/collie-linux/collie/internal/push/guard"
 	"github.com/collie-linux/collie/internal/push/ntfy"
+	"github.com/collie-linux/collie/internal/push/webpush"
 	"github.com/collie-linux/collie/internal/sanitize"
 )
 
@@ -28,14 +29,16 @@ type pushSetup struct {
 	d     *pushdispatch.Dispatcher
 	off   []string
 	close func()
+	web   *webpush.Provider // nil: no Web Push
 }
 
 // setupPush builds the providers [push] asks for and the guard over them.
 // A provider that cannot work is left out with an error line (ntfy, or a
 // desktop asked for explicitly) or an info line (the desktop by default,
 // where there is none); the daemon runs on without it, and collie doctor's
-// push row says why. url is the web app's address, read at each push.
-func setupPush(ctx context.Context, e *env, paths config.Paths, cfg config.Push, log *slog.Logger, url func() string) pushSetup {
+// push row says why. url is the web app's address, read at each push;
+// withDevices says whether the device API is on (Web Push needs it).
+func setupPush(ctx context.Context, e *env, paths config.Paths, cfg config.Push, log *slog.Logger, url func() string, withDevices bool) pushSetup {
 	var providers []push.Provider
 	s := pushSetup{close: func() {}}
 	if n := cfg.Ntfy; n != nil {
@@ -63,6 +66,23 @@ func setupPush(ctx context.Context, e *env, paths config.Paths, cfg config.Push,
 		} else {
 			providers = append(providers, p)
 			s.close = func() { p.Close() }
+		}
+	}
+	switch {
+	case cfg.WebPush != nil && !*cfg.WebPush:
+		s.off = append(s.off, "webpush: turned off (webpush = false in [push])")
+	case !withDevices:
+		s.off = append(s.off, "webpush: the device API is off, so no browser can turn notifications on")
+	default:
+		// The VAPID key is made at first start (issue 13); the device
+		// store is handed to the provider when the bridge opens it.
+		p, err := webpush.New(webpush.Options{StateDir: paths.State, Log: log})
+		if err != nil {
+			log.Error("Web Push is off: " + err.Error())
+			s.off = append(s.off, "webpush: "+err.Error())
+		} else {
+			providers = append(providers, p)
+			s.web = p
 		}
 	}
 	g, err := guard.Open(guard.Options{Path: filepath.Join(paths.State, guard.FileName)})

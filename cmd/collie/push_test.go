@@ -42,7 +42,7 @@ func ntfyDouble(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Defer(srv.Close)
 	token := filepath.Join(work, "ntfy-token")
 	ts.Check(os.WriteFile(token, []byte("tk_scriptsecret0123456789abcdef\n"), 0o600))
-	cfg := fmt.Sprintf("[devices]\nlisten = \"127.0.0.1:0\"\n\n[push]\ndesktop = false\n\n[push.ntfy]\nserver = %q\ntopic = \"collie-script-topic\"\ntoken_file = %q\npriority = \"high\"\n", srv.URL, token)
+	cfg := fmt.Sprintf("[devices]\nlisten = \"127.0.0.1:0\"\n\n[push]\ndesktop = false\nwebpush = false\n\n[push.ntfy]\nserver = %q\ntopic = \"collie-script-topic\"\ntoken_file = %q\npriority = \"high\"\n", srv.URL, token)
 	dir := filepath.Join(ts.Getenv("XDG_CONFIG_HOME"), "collie")
 	ts.Check(os.MkdirAll(dir, 0o700))
 	ts.Check(os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o600))

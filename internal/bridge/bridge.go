@@ -29,6 +29,7 @@ import (
 	"github.com/collie-linux/collie/internal/control"
 	"github.com/collie-linux/collie/internal/device"
 	"github.com/collie-linux/collie/internal/push/dispatch"
+	"github.com/collie-linux/collie/internal/push/webpush"
 	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/sources"
 	"github.com/collie-linux/collie/internal/systemd"
@@ -74,6 +75,9 @@ type Options struct {
 	Push *dispatch.Dispatcher
 	// PushOff lists the push providers not in use, each with why (doctor).
 	PushOff []string
+	// WebPush, when set, is Push's Web Push provider: the device API
+	// serves its key and its subscriptions are the device store's.
+	WebPush *webpush.Provider
 }
 
 // Bridge holds the attached agents and their scheduler.

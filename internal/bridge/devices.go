@@ -33,7 +33,12 @@ func (b *Bridge) startDevices(ctx context.Context) (func(), error) {
 		return func() {}, nil
 	}
 	b.devices, b.pairings = store, device.NewPairings(nil)
-	b.api = device.NewAPI(device.Options{Backend: b, Store: store, Pairings: b.pairings, Audit: b.o.Audit, Log: b.o.Log, Site: l.Site})
+	webPushKey := ""
+	if wp := b.o.WebPush; wp != nil {
+		wp.SetSubscriptions(store) // revoking a device drops its subscription
+		webPushKey = wp.PublicKey()
+	}
+	b.api = device.NewAPI(device.Options{Backend: b, Store: store, Pairings: b.pairings, Audit: b.o.Audit, Log: b.o.Log, Site: l.Site, WebPushKey: webPushKey})
 	b.apiURL, b.apiFP = l.URL, l.Fingerprint
 	b.web.Store(l.URL + "/")
 	srv := &http.Server{Handler: b.api.Handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10}

@@ -19,6 +19,10 @@ type Push struct {
 	// and a notification server exist; true asks for them (a warning when
 	// there are none); false turns them off.
 	Desktop *bool `toml:"desktop"`
+	// WebPush: nil (unset) or true sends Web Push to the browsers of paired
+	// devices that turned notifications on, whenever the device API
+	// listens (the page offers it after pairing); false turns it off.
+	WebPush *bool `toml:"webpush"`
 	// Ntfy is [push.ntfy]; nil when the table is absent.
 	Ntfy *Ntfy `toml:"ntfy"`
 }

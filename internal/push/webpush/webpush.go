@@ -179,9 +179,9 @@ func (p *Provider) Name() string { return "webpush" }
 // PublicKey is the VAPID public key the page subscribes with.
 func (p *Provider) PublicKey() string { return p.keys.PublicKey() }
 
-// ErrNoSubscriptions is what a test push (push.KindTest) returns, as a
-// permanent error, when no device has turned notifications on.
-var ErrNoSubscriptions = errors.New("no paired device has turned on notifications; open Collie on the phone and tap Turn on notifications")
+// NoSubscriptions is SendReport's answer when no device has turned
+// notifications on (collie push test shows it).
+const NoSubscriptions = "no paired device has turned on notifications yet; open Collie on the phone and tap Turn on notifications"
 
 // Error is a push a push service did not take. Temporary ones (429, 5xx,
 // the network) are worth retrying; the notification's tag makes a push
@@ -248,10 +248,8 @@ func (p *Provider) SendReport(ctx context.Context, m push.Message) (string, erro
 		targets = subs.PushTargets()
 	}
 	if len(targets) == 0 {
-		if m.Kind == push.KindTest {
-			return "", push.Permanent(ErrNoSubscriptions)
-		}
-		return "no device has turned on notifications", nil
+		// Nothing to do, and nothing failed: say what would send one.
+		return NoSubscriptions, nil
 	}
 	urgency := "high" // a question waits for a human (RFC 8030 §5.3)
 	if m.Kind == push.KindSummary {
