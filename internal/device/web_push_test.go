@@ -70,3 +70,24 @@ func TestTrustedTypesOnePolicy_X1(t *testing.T) {
 		t.Fatalf("the CSP's trusted-types: %s", web.CSP)
 	}
 }
+
+// TestServiceWorkerWhole: /sw.js, the one worker script, holds every
+// embedded worker file (sw*.js) once: the push part (sw-push.js) and the
+// app shell's, however that is added, neither dropped nor doubled.
+func TestServiceWorkerWhole(t *testing.T) {
+	f := newFixture(t)
+	status, served := f.do(t, "GET", "/sw.js", "", "", nil)
+	if status != 200 {
+		t.Fatalf("GET /sw.js: %d", status)
+	}
+	parts, _ := fs.Glob(web.Files(), "sw*.js")
+	if len(parts) == 0 {
+		t.Fatal("no worker file is embedded")
+	}
+	for _, name := range parts {
+		b, _ := fs.ReadFile(web.Files(), name)
+		if n := strings.Count(served, strings.TrimSpace(string(b))); n != 1 {
+			t.Errorf("/sw.js holds %s %d times, want once", name, n)
+		}
+	}
+}

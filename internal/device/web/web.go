@@ -74,6 +74,10 @@ var routes = func() map[string]asset {
 	}
 	m["/"] = m["/index.html"]
 	sw := asset{name: "sw.js", contentType: "text/javascript; charset=utf-8"}
+	if shell, ok := m["/sw.js"]; ok {
+		// A worker served as a file of its own is the first part, kept.
+		sw.body = append(append(sw.body, shell.body...), '\n')
+	}
 	for _, part := range swParts {
 		b, err := files.ReadFile(part)
 		if err != nil {
