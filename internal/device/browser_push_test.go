@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -140,6 +141,27 @@ func TestNotificationsInChromium_D6(t *testing.T) {
 		chromedp.SetValue(chromedp.ID("pair-name"), "Test phone"),
 		chromedp.Click(chromedp.ID("pair-submit")),
 		chromedp.WaitVisible(chromedp.CSS(`#notify[data-state="offer"] #notify-on`)))
+	// Screenshots at 390×844 for a human to look at (COLLIE_WEB_SCREENSHOT_DIR,
+	// as the web app's test).
+	shots := os.Getenv("COLLIE_WEB_SCREENSHOT_DIR")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	shoot := func(name string) {
+		t.Helper()
+		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		buf, err := chromedp.Run(tctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		path := filepath.Join(shots, name)
+		if err := os.WriteFile(path, buf, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s", path)
+	}
+	shoot("collie-web-notify-offer.png")
 	var perm int
 	if eval(`window.__pushTest.perm`, &perm); perm != 0 {
 		t.Fatalf("the page asked for notification permission %d times before any tap", perm)
@@ -165,6 +187,7 @@ func TestNotificationsInChromium_D6(t *testing.T) {
 	} else {
 		cancel()
 	}
+	shoot("collie-web-notify-on.png")
 	var seen struct {
 		Perm            int    `json:"perm"`
 		Key             []byte `json:"-"`
