@@ -63,7 +63,8 @@ FUZZ_TARGETS := \
 	wire:FuzzParseSnapshot wire:FuzzDecodeRequest jsonstrict:FuzzUnmarshal tomlstrict:FuzzDecode sockpath:FuzzCheck sockpath:FuzzCheckForm sources:FuzzLoad \
 	audit:FuzzParseLine audit:FuzzVerify audit:FuzzChain audit:FuzzParseReceipt audit:FuzzAppendString upstream:FuzzValidETag device:FuzzSiteHost device:FuzzETagMatch \
 	durable/grants:FuzzCommandMatches systemd:FuzzStatus wire:FuzzParseWait agentsession:FuzzParse agentlogin:FuzzParseEnvelope agentlogin:FuzzParseSession \
-	push/guard:FuzzParse wire:FuzzPushCopy push/ntfy:FuzzCheckServer push/webpush:FuzzDecodeSubscription
+	push/guard:FuzzParse wire:FuzzPushCopy push/ntfy:FuzzCheckServer push/webpush:FuzzDecodeSubscription \
+	config:FuzzPublicURL device:FuzzForwarded
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; \

@@ -61,7 +61,11 @@ func deviceListen(d config.Devices) *device.ListenConfig {
 	if !on {
 		return nil
 	}
-	return &device.ListenConfig{Addr: addr, TLS: d.TLS, CertFile: d.TLSCert, KeyFile: d.TLSKey}
+	lc := &device.ListenConfig{Addr: addr, TLS: d.TLS, CertFile: d.TLSCert, KeyFile: d.TLSKey, ProxyHeaders: d.ProxyHeaders}
+	if o, ok, _ := d.Public(); ok { // config.Load checked it
+		lc.PublicURL = o.String()
+	}
+	return lc
 }
 
 // runBridge runs the daemon until ctx ends (SIGINT or SIGTERM, caught by

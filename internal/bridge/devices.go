@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
+	neturl "net/url"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/collie-linux/collie/internal/control"
@@ -39,8 +42,8 @@ func (b *Bridge) startDevices(ctx context.Context) (func(), error) {
 		webPushKey = wp.PublicKey()
 	}
 	b.api = device.NewAPI(device.Options{Backend: b, Store: store, Pairings: b.pairings, Audit: b.o.Audit, Log: b.o.Log, Site: l.Site, WebPushKey: webPushKey})
-	b.apiURL, b.apiFP = l.URL, l.Fingerprint
-	b.web.Store(l.URL + "/")
+	b.apiURL, b.apiFP, b.apiReach = linkOf(l)
+	b.web.Store(b.apiURL + "/")
 	srv := &http.Server{Handler: b.api.Handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10}
 	go srv.Serve(l)
 	return func() {
@@ -80,7 +83,34 @@ func (b *Bridge) Pair() (control.Pairing, error) {
 		return control.Pairing{}, fmt.Errorf("make a pairing secret: %w", err)
 	}
 	// The secret rides in the fragment, which a browser never sends to a server.
-	return control.Pairing{URL: b.apiURL + "/#pair=" + p.Secret, Code: p.Code, Expires: p.Expires, Fingerprint: b.apiFP}, nil
+	return control.Pairing{URL: b.apiURL + "/#pair=" + p.Secret, Code: p.Code, Expires: p.Expires, Fingerprint: b.apiFP, Reach: b.apiReach}, nil
+}
+
+// linkOf is the address pairing links and pushes use: public_url when it
+// is set (the phone's address: the listener's certificate fingerprint
+// means nothing there, a proxy's certificate is what the phone sees),
+// else the listener's own; and who can open it.
+func linkOf(l *device.Listener) (url, fingerprint, reach string) {
+	if l.Public != "" {
+		reach = control.ReachPublic
+		if u, err := neturl.Parse(l.Public); err == nil && isLoopbackName(u.Hostname()) {
+			reach = control.ReachThisMachine
+		}
+		return l.Public, "", reach
+	}
+	reach = control.ReachNetwork
+	if u, err := neturl.Parse(l.URL); err == nil && isLoopbackName(u.Hostname()) {
+		reach = control.ReachThisMachine
+	}
+	return l.URL, l.Fingerprint, reach
+}
+
+func isLoopbackName(h string) bool {
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.IsLoopback()
 }
 
 // Devices implements control.Backend.

@@ -32,6 +32,13 @@ type Devices struct {
 	// self-signed one is made in the state folder.
 	TLSCert string `toml:"tls_cert"`
 	TLSKey  string `toml:"tls_key"`
+	// PublicURL is the https:// origin a phone opens (a reverse proxy,
+	// tailscale serve, or this listener with the user's own
+	// certificate); "" when unset. See PublicOrigin.
+	PublicURL string `toml:"public_url"`
+	// ProxyHeaders names the forwarded headers a reverse proxy on this
+	// machine sets: "" (none are trusted), "x-forwarded" or "forwarded".
+	ProxyHeaders string `toml:"proxy_headers"`
 }
 
 // DefaultDeviceListen is where the device API listens unless configured:
@@ -78,6 +85,9 @@ func Load(path string) (f File, exists bool, err error) {
 			return File{}, true, fmt.Errorf("%s, line %d column %d: %s; fix the file, or remove it to use the defaults", path, row, col, de.Error())
 		}
 		return File{}, true, fmt.Errorf("%s: %v; fix the file, or remove it to use the defaults", path, err)
+	}
+	if err := f.Devices.check(); err != nil {
+		return File{}, true, fmt.Errorf("%s: %w", path, err)
 	}
 	return f, true, nil
 }

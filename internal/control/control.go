@@ -30,7 +30,23 @@ type Pairing struct {
 	Code        string    `json:"code"`
 	Expires     time.Time `json:"expires"`
 	Fingerprint string    `json:"fingerprint,omitempty"` // of the bridge's TLS certificate
+	// Reach says who can open URL: ReachPublic, ReachThisMachine or
+	// ReachNetwork.
+	Reach string `json:"reach"`
 }
+
+// Reaches of a pairing link.
+const (
+	// ReachPublic: URL is [devices] public_url, the https:// address
+	// phones open.
+	ReachPublic = "public"
+	// ReachThisMachine: URL is a loopback address; only a browser on this
+	// machine can open it.
+	ReachThisMachine = "this-machine"
+	// ReachNetwork: URL is the listener's own, beyond loopback, under the
+	// bridge's self-signed certificate unless tls_cert is set.
+	ReachNetwork = "network"
+)
 
 // Device is a paired device as `collie devices` lists it.
 type Device struct {

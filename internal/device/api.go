@@ -124,6 +124,9 @@ func (a *API) record(r refusal) {
 		return
 	}
 	what := "refused a request for another host name (a page on another site?)"
+	if r.Code == "cross-site" && r.Write == "" {
+		what = "refused a read from another site's page"
+	}
 	if r.Write == "pair" {
 		what = "refused a pairing attempt"
 	} else if r.Write != "" {
@@ -165,6 +168,7 @@ func (a *API) routes() *router {
 	}
 	// Any other name: told which there are (after the gate, like a write).
 	rt.write("POST /api/v1/agents/{agent}/{write}", gateSpec{paired: true, source: a.srcWrite}, a.noSuchWrite)
+	rt.read("GET /healthz", http.HandlerFunc(healthz))
 	rt.read("GET /", web.Handler()) // the web app (internal/device/web)
 	return rt
 }
@@ -227,7 +231,7 @@ func (a *API) pair(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	a.o.Log.Info("a device was paired", "device", d.ID, "name", d.Name)
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: cred, Path: "/api/", HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: 400 * 24 * 3600})
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: cred, Path: "/api/", HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteStrictMode, MaxAge: 400 * 24 * 3600})
 	writeJSON(w, http.StatusOK, PairReply{DeviceID: d.ID, Credential: cred, Code: VerificationCode(req.Secret)})
 }
 
@@ -509,3 +513,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
 }
+
+// healthz answers that the bridge's device API is reachable at the
+// address asked for (the Host check ran first), and nothing more: collie
+// doctor fetches it through public_url. No state, no version, no names.
+func healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Write([]byte(HealthzBody))
+}
+
+// HealthzBody is what /healthz answers.
+const HealthzBody = "collie bridge ok\n"

@@ -83,6 +83,11 @@ func (rt *router) write(pattern string, spec gateSpec, h gatedFunc) {
 }
 
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r, err := rt.a.site.front(r)
+	if err != nil {
+		apiErrorHint(w, http.StatusBadRequest, "bad-forwarded", err.Error(), "set the proxy to send "+rt.a.site.proxyHeaderNames()+" as it forwards, or change proxy_headers in [devices] of config.toml")
+		return
+	}
 	if !rt.a.site.hostOK(r) {
 		rt.a.refusals.add(refusal{source: sourceOf(r), Refusal: Refusal{Code: "wrong-host", Reason: "another host name"}})
 		apiErrorHint(w, http.StatusMisdirectedRequest, "wrong-host", "this is not the address of Collie's device API", "open the address collie pair prints")
@@ -90,6 +95,13 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		// A browser sends Origin on a read only when another origin's
+		// page asks (CORS): that page gets nothing. Writes are the gate's.
+		if r.Header.Get("Origin") != "" && !rt.a.site.originOK(r) {
+			rt.a.refusals.add(refusal{source: sourceOf(r), Refusal: Refusal{Code: "cross-site", Reason: "a read from another site's page"}})
+			apiError(w, http.StatusForbidden, "cross-site", "this bridge answers only its own page")
+			return
+		}
 	default:
 		if _, pattern := rt.mux.Handler(r); !rt.gated[pattern] {
 			apiError(w, http.StatusMethodNotAllowed, "method-not-allowed", r.Method+" is not a route of the device API")

@@ -154,8 +154,13 @@ func (rs *refusals) end(closing bool) {
 // sourceOf is where a request came from, for the per-source limits: the
 // client's IPv4 address, or its IPv6 /64 (one host can hold a whole
 // /64). Behind a reverse proxy every request comes from the proxy, so all
-// its clients share one source; on loopback, every local process does.
+// its clients share one source unless the site trusts the proxy's
+// forwarded headers (Site.TrustProxy); on loopback, every local process
+// shares one.
 func sourceOf(r *http.Request) string {
+	if v, ok := viaOf(r); ok && v.client.IsValid() {
+		return sourceIP(v.client)
+	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
@@ -164,6 +169,11 @@ func sourceOf(r *http.Request) string {
 	if err != nil {
 		return "unknown"
 	}
+	return sourceIP(ip)
+}
+
+// sourceIP is an address as a source: an IPv6 address's /64.
+func sourceIP(ip netip.Addr) string {
 	ip = ip.Unmap().WithZone("")
 	if ip.Is6() {
 		p, _ := ip.Prefix(64)

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -21,6 +23,13 @@ type ListenConfig struct {
 	// CertFile and KeyFile are the user's own certificate; without them a
 	// self-signed one is made in the state folder at first start.
 	CertFile, KeyFile string
+	// PublicURL is the https:// origin phones open ([devices] public_url,
+	// checked by config.ParsePublicURL); "" when unset. Pairing links and
+	// pushes use it, and its host is on the Site's list.
+	PublicURL string
+	// ProxyHeaders is the kind of forwarded header a reverse proxy on
+	// this machine sets ("", ProxyXForwarded, ProxyForwarded).
+	ProxyHeaders string
 }
 
 // DefaultAddr is where the device API listens unless configured.
@@ -31,6 +40,10 @@ type Listener struct {
 	net.Listener
 	URL         string // base URL for devices
 	Fingerprint string // of the TLS certificate; empty for plain HTTP
+	// Public is the origin phones open (ListenConfig.PublicURL), "" when
+	// unset: then URL is the only address, which may be this machine's
+	// alone.
+	Public string
 	// Site is the listener's allow-list of host names and origins: what
 	// the device API serves, and what it takes writes from.
 	Site *Site
@@ -60,6 +73,15 @@ func Listen(c ListenConfig, stateDir string) (*Listener, error) {
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		return nil, fmt.Errorf("give both tls_cert and tls_key in [devices] of config.toml, or neither")
 	}
+	var public *url.URL
+	if c.PublicURL != "" {
+		if public, err = url.Parse(c.PublicURL); err != nil || public.Scheme != "https" || public.Hostname() == "" {
+			return nil, fmt.Errorf("public_url %q in [devices] of config.toml is not an https:// origin; see collie.toml(5)", c.PublicURL)
+		}
+	}
+	if c.ProxyHeaders != "" && (!loopback || public == nil) {
+		return nil, fmt.Errorf("proxy_headers in [devices] of config.toml needs a loopback listen address and public_url; see collie.toml(5)")
+	}
 	l, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen for devices on %s: %w; choose another address with listen in [devices] of config.toml", c.Addr, err)
@@ -67,7 +89,18 @@ func Listen(c ListenConfig, stateDir string) (*Listener, error) {
 	// The port the kernel gave, when the configuration said 0.
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	out := &Listener{Listener: l, URL: "http://" + net.JoinHostPort(displayHost(host), port), Site: NewSite("http", host, port)}
+	// site finishes a listener's allow-list: public_url's host, and the
+	// proxy's headers when trusted.
+	site := func(s *Site) *Site {
+		if public != nil {
+			s.Allow("https", public.Hostname(), public.Port())
+			out.Public = strings.TrimSuffix(public.String(), "/")
+		}
+		s.TrustProxy(c.ProxyHeaders)
+		return s
+	}
 	if !useTLS {
+		out.Site = site(out.Site)
 		return out, nil
 	}
 	var cert tls.Certificate
@@ -75,7 +108,11 @@ func Listen(c ListenConfig, stateDir string) (*Listener, error) {
 		cert, err = userCert(c.CertFile, c.KeyFile)
 	} else {
 		name, _ := os.Hostname()
-		cert, err = SelfSigned(filepath.Join(stateDir, "tls"), []string{host, name, "localhost", "127.0.0.1"}, time.Now())
+		names := []string{host, name, "localhost", "127.0.0.1"}
+		if public != nil {
+			names = append(names, public.Hostname())
+		}
+		cert, err = SelfSigned(filepath.Join(stateDir, "tls"), names, time.Now())
 	}
 	if err != nil {
 		l.Close()
@@ -83,7 +120,7 @@ func Listen(c ListenConfig, stateDir string) (*Listener, error) {
 	}
 	out.Listener = tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	out.URL = "https://" + net.JoinHostPort(displayHost(host), port)
-	out.Site = NewSite("https", host, port)
+	out.Site = site(NewSite("https", host, port))
 	out.Fingerprint = Fingerprint(cert)
 	return out, nil
 }

@@ -31,13 +31,16 @@ import (
 //     connect to that IP, so IP literals cannot be rebound.
 //
 // The port must match; a Host without a port means the scheme's default
-// (80, 443). Names are compared without case and without a final dot. A
-// public address, such as a reverse proxy's (a later public_url), is one
-// more entry: Allow.
+// (80, 443). Names are compared without case and without a final dot. The
+// address phones open ([devices] public_url: a reverse proxy's, tailscale
+// serve's, or this listener's own under the user's certificate) is one
+// more entry: Allow. Behind a reverse proxy on this machine, TrustProxy
+// makes the host the browser used part of the check too.
 type Site struct {
 	scheme  string // the listener's: "http" or "https"
 	port    string // the listener's
 	anyAddr bool   // listening on every address: the local-address rule applies
+	proxy   string // the forwarded headers trusted from a loopback peer: "", ProxyXForwarded or ProxyForwarded
 	entries []siteEntry
 }
 
@@ -95,17 +98,36 @@ func (s *Site) Hosts() []string {
 	return out
 }
 
-// hostOK reports whether the request's Host is one of this site's.
+// hostOK reports whether the request's Host is one of this site's and,
+// when a trusted proxy forwarded it (TrustProxy), so is the host the
+// browser asked the proxy for: both, so that a page on this machine
+// cannot pass off a rebound name by adding a header.
 func (s *Site) hostOK(r *http.Request) bool {
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	host, port, ok := splitHost(r.Host)
+	if !s.hostMatch(r, scheme, "", r.Host) {
+		return false
+	}
+	v, ok := viaOf(r)
+	if !ok || v.host == "" {
+		return true
+	}
+	return s.hostMatch(r, "", v.scheme, v.host)
+}
+
+// hostMatch checks one host:port. connScheme is the connection's, for
+// the local-address rule; when want is set the entry's scheme must be it.
+func (s *Site) hostMatch(r *http.Request, connScheme, want, hostport string) bool {
+	host, port, ok := splitHost(hostport)
 	if !ok {
 		return false
 	}
 	for _, e := range s.entries {
+		if want != "" && e.scheme != want {
+			continue
+		}
 		p := port
 		if p == "" {
 			p = defaultPort(e.scheme)
@@ -114,10 +136,13 @@ func (s *Site) hostOK(r *http.Request) bool {
 			return true
 		}
 	}
-	if port == "" {
-		port = defaultPort(scheme)
+	if connScheme == "" {
+		return false
 	}
-	return s.localIP(r, scheme, host, port)
+	if port == "" {
+		port = defaultPort(connScheme)
+	}
+	return s.localIP(r, connScheme, host, port)
 }
 
 // originOK reports whether a request comes from this site's own page:

@@ -64,6 +64,9 @@ type Env struct {
 	Probe func(ctx context.Context, socket string) (agent string, err error)
 	// Dial connects to a TCP address (the device API) and hangs up.
 	Dial func(ctx context.Context, addr string) error
+	// Fetch GETs an https:// URL as a phone would, with this machine's
+	// certificate authorities: the bridge's /healthz through public_url.
+	Fetch func(ctx context.Context, url string) (status int, body []byte, err error)
 	// AgentCheck runs collie-agent's own config check for the agent
 	// NAME (collie-agent --check-config --name NAME): the message when
 	// the config is valid, the reason (file, line, setting) when not.
@@ -124,6 +127,7 @@ var checks = []check{
 	{"journald", checkJournald},
 	{"daemon", checkDaemon},
 	{"device-listener", checkDeviceListener},
+	{"public_url", checkPublicURL},
 	{"push", checkPush},
 }
 

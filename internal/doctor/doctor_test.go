@@ -80,6 +80,10 @@ func healthy(t *testing.T) (*Env, string) {
 		"collie-agent@.service":    {Path: "/usr/lib/systemd/user/collie-agent@.service", FileState: "static"},
 		"collie-agent@demo.socket": active("/usr/lib/systemd/user/collie-agent@.socket", "listening"),
 	}
+	// A phone's address is part of a working set-up (issue 13).
+	if err := os.WriteFile(paths.ConfigFile(), []byte("[devices]\npublic_url = \"https://collie.example.ts.net\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	e := &Env{
 		Paths: paths, UID: os.Getuid(), User: "alice", Version: "0.1.0",
 		Self:     Binary{Path: "/usr/bin/collie", Version: "0.1.0"},
@@ -90,6 +94,9 @@ func healthy(t *testing.T) (*Env, string) {
 		Daemon:   fakeDaemon{agents: []view.AgentStatus{{Name: "demo", Transport: "socket", Target: sock, Reachable: true}}},
 		Probe:    func(context.Context, string) (string, error) { return "demo", nil },
 		Dial:     func(context.Context, string) error { return nil },
+		Fetch: func(context.Context, string) (int, []byte, error) {
+			return 200, []byte(healthzBody), nil
+		},
 		Push: func(context.Context) (control.PushStatus, error) {
 			return control.PushStatus{Providers: []string{"ntfy"}}, nil
 		},
@@ -219,7 +226,7 @@ func TestCheckFlag(t *testing.T) {
 	golden(t, "check-durable-socket.txt", text(t, run(t, e, "durable-socket")), root)
 
 	_, err := Run(context.Background(), e, "nope")
-	want := `there is no check "nope"; the checks are: binary, config, sources, durable-socket, agent-config, desk, state-dir, audit-log, units, linger, journald, daemon, device-listener, push`
+	want := `there is no check "nope"; the checks are: binary, config, sources, durable-socket, agent-config, desk, state-dir, audit-log, units, linger, journald, daemon, device-listener, public_url, push`
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %q", err, want)
 	}

@@ -54,6 +54,7 @@ func FromSystem(getenv func(string) string, version string) *Env {
 		e.Daemon, e.Push = c, c.PushStatus
 	}
 	e.Dial = dialTCP
+	e.Fetch = fetchHealthz
 	e.AgentCheck = func(ctx context.Context, name string) (string, error) { return checkAgentConfig(ctx, self, name) }
 	e.Probe = func(ctx context.Context, socket string) (string, error) {
 		h, err := upstream.NewSocket(socket, e.UID).Hello(ctx)

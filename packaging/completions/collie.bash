@@ -12,7 +12,7 @@ _collie()
     local cur prev words cword
     _init_completion || return
 
-    local checks="binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener push"
+    local checks="binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener public_url push"
     case $prev in
         --socket | --ca-file)
             _filedir
@@ -47,7 +47,7 @@ _collie()
             COMPREPLY=($(compgen -W "--json" -- "$cur"))
             ;;
         pair)
-            COMPREPLY=($(compgen -W "--json --no-qr" -- "$cur"))
+            COMPREPLY=($(compgen -W "--json --no-qr --local" -- "$cur"))
             ;;
         login)
             COMPREPLY=($(compgen -W "--url --ca-file" -- "$cur"))

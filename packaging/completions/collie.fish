@@ -48,10 +48,11 @@ complete -c collie -n '__fish_seen_subcommand_from ask' -l agent -x -d 'Ask thro
 complete -c collie -n '__fish_seen_subcommand_from ask' -l socket -r -F -d 'Ask through the agent listening here'
 complete -c collie -n '__fish_seen_subcommand_from ask' -l hook -x -a claude -d "Read a hook's JSON on stdin"
 complete -c collie -n '__fish_seen_subcommand_from pair' -l no-qr -d 'Do not draw the QR code'
+complete -c collie -n '__fish_seen_subcommand_from pair' -l local -d 'Show a link only this machine can open'
 complete -c collie -n '__fish_seen_subcommand_from devices; and not __fish_seen_subcommand_from revoke' -a revoke -d 'Cut a device off at once'
 complete -c collie -n '__fish_seen_subcommand_from push; and not __fish_seen_subcommand_from test' -a test -d 'Send one test push through the guard and every provider'
 complete -c collie -n '__fish_seen_subcommand_from doctor' -l check -x -d 'Run only one check' \
-    -a 'binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener push'
+    -a 'binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener public_url push'
 
 set -l durable_subs attach detach list
 complete -c collie -n "__fish_seen_subcommand_from durable; and not __fish_seen_subcommand_from $durable_subs" -a "$durable_subs"

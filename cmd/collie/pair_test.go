@@ -1,0 +1,16 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/collie-linux/collie/internal/device"
+	"github.com/collie-linux/collie/internal/doctor"
+)
+
+// TestHealthzBodyAgrees: collie doctor's public_url row knows the bridge
+// by what its /healthz answers (issue 13).
+func TestHealthzBodyAgrees(t *testing.T) {
+	if got := doctor.HealthzBody(); got != device.HealthzBody {
+		t.Fatalf("doctor expects %q, the device API answers %q", got, device.HealthzBody)
+	}
+}

@@ -1,0 +1,153 @@
+package doctor
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	neturl "net/url"
+	"strings"
+
+	"github.com/collie-linux/collie/internal/config"
+	"github.com/collie-linux/collie/internal/control"
+)
+
+// healthzBody is what the bridge's /healthz answers (device.HealthzBody;
+// cmd/collie's TestHealthzBodyAgrees keeps the two the same).
+const healthzBody = "collie bridge ok\n"
+
+// phoneDocs is where the set-ups for a phone are written down.
+const phoneDocs = "docs/phone.md, collie.toml(5)"
+
+// checkPublicURL checks [devices] public_url, the address phones open:
+// whether it is set and, while the daemon runs, whether the bridge
+// answers its /healthz through it (from this machine: the proxy or
+// tailscale serve in front, its certificate, the Host check).
+func checkPublicURL(ctx context.Context, e *Env) []Row {
+	if e.PathsErr != nil {
+		return noPaths(e)
+	}
+	path := e.Paths.ConfigFile()
+	cfg, _, err := config.Load(path)
+	if err != nil {
+		return []Row{skip("fix the config row first", "config.toml cannot be read (see the config row)")}
+	}
+	d := cfg.Devices
+	addr, on := d.DeviceListen()
+	if !on {
+		return []Row{ok("the device API is off, so phones have no address")}
+	}
+	setIt := "set public_url in [devices] of " + path + " to the https:// address your phone opens (" + phoneDocs + ")"
+	o, set, _ := d.Public() // Load checked it
+	if !set {
+		// Not a fault: the bridge works on this machine without it. The
+		// row says what a phone needs.
+		host, _, _ := net.SplitHostPort(addr)
+		if isLoopback(host) {
+			return []Row{ok("not set: the pairing link is %s, which only this machine can open; to pair a phone, %s", addr, setIt)}
+		}
+		return []Row{ok("not set: phones get the listener's own address (%s), under a self-signed certificate unless tls_cert is set, where a phone's browser warns and cannot install the app or show notifications; %s", addr, setIt)}
+	}
+	if o.Loopback() {
+		return []Row{warn(setIt, "%s is a loopback address: only this machine can open it", o)}
+	}
+	if e.Daemon == nil {
+		return []Row{skip("systemctl --user start collie.service", "the daemon is not running")}
+	}
+	cctx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	if _, err := e.Daemon.Agents(cctx); errors.Is(err, control.ErrNotRunning) {
+		return []Row{skip("systemctl --user start collie.service", "the daemon is not running")}
+	} else if err != nil {
+		return []Row{skip("see the daemon row", "the daemon does not answer")}
+	}
+	if e.Fetch == nil {
+		return []Row{ok("set to %s", o)}
+	}
+	url := o.String() + "/healthz"
+	status, body, err := e.Fetch(cctx, url)
+	if err != nil {
+		return []Row{fetchFailed(o.String(), o.Host, addr, err)}
+	}
+	switch {
+	case status == http.StatusMisdirectedRequest:
+		return []Row{fail("restart the daemon so it reads config.toml again: systemctl --user restart collie",
+			"the bridge answered %s, but refused its host name: the daemon runs with another public_url than %s has", url, path)}
+	case status != http.StatusOK || string(body) != healthzBody:
+		return []Row{fail("point the proxy (or tailscale serve) at the bridge's listen address "+addr+" ("+phoneDocs+")",
+			"%s answered %d, and not as Collie's bridge does: something else serves that address", url, status)}
+	}
+	return []Row{ok("%s: the bridge answers there (checked from this machine)", o)}
+}
+
+// fetchFailed says why the bridge could not be reached at its public URL.
+func fetchFailed(origin, host, addr string, err error) Row {
+	var unknown x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var dnsErr *net.DNSError
+	var recHdr tls.RecordHeaderError
+	switch {
+	case errors.As(err, &unknown):
+		return fail("use a certificate from an authority phones trust (tailscale serve and Caddy get one), or install your own authority's certificate on this machine and on the phone ("+phoneDocs+")",
+			"the certificate at %s is signed by an authority this machine does not trust, so a phone will not trust it either", origin)
+	case errors.As(err, &hostErr):
+		return fail("get a certificate for "+host+" ("+phoneDocs+")", "the certificate at %s is not for %s: %v", origin, host, hostErr)
+	case errors.As(err, &invalid):
+		return fail("renew the certificate ("+phoneDocs+")", "the certificate at %s is not valid: %v", origin, invalid)
+	case errors.As(err, &recHdr) || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		return fail("public_url is https://: put a TLS proxy in front of "+addr+", or set tls_cert and tls_key ("+phoneDocs+")",
+			"%s does not speak TLS", origin)
+	case errors.As(err, &dnsErr):
+		return fail("check the name, or start what makes it (tailscale up; the DNS entry of your proxy) ("+phoneDocs+")",
+			"this machine cannot resolve %s (%v)", host, dnsErr)
+	}
+	return fail("start the reverse proxy (or tailscale serve) in front of "+addr+" ("+phoneDocs+")",
+		"nothing answers at %s: %v", origin, err)
+}
+
+// fetchHealthz is Env.Fetch on a real machine: one GET with the system's
+// certificate authorities, no proxy, no redirect, a small cap on the body.
+var fetchHealthz = newFetch(nil, "")
+
+// newFetch makes a Fetch: roots nil means the system's; dialTo, when set,
+// is where every connection goes (tests).
+func newFetch(roots *x509.CertPool, dialTo string) func(ctx context.Context, url string) (int, []byte, error) {
+	return func(ctx context.Context, url string) (int, []byte, error) {
+		tr := &http.Transport{Proxy: nil, TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}}
+		if dialTo != "" {
+			tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, network, dialTo)
+			}
+		}
+		c := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		defer tr.CloseIdleConnections()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return 0, nil, err
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, nil, unwrapURL(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return resp.StatusCode, body, err
+	}
+}
+
+// unwrapURL drops the "Get \"url\":" that net/http puts before an error.
+func unwrapURL(err error) error {
+	var u *neturl.Error
+	if errors.As(err, &u) {
+		return u.Err
+	}
+	return err
+}
+
+// HealthzBody is what the public_url row expects /healthz to answer.
+func HealthzBody() string { return healthzBody }
