@@ -100,7 +100,7 @@ type Bridge struct {
 	api      *device.API
 	apiURL   string
 	apiFP    string
-	apiReach string // control.Reach* of apiURL
+	apiReach string       // control.Reach* of apiURL
 	web      atomic.Value // string: the web app's address, for pushes
 }
 
