@@ -49,7 +49,7 @@ func TestAuditAnchorsInJournal(t *testing.T) {
 	must(um.Systemctl(ctx, "start", "collie.service"))
 
 	var p control.Pairing
-	if err := json.Unmarshal([]byte(must(collie("pair", "--json"))), &p); err != nil {
+	if err := json.Unmarshal([]byte(must(collie("pair", "--local", "--json"))), &p); err != nil {
 		t.Fatal(err)
 	}
 	base, secret, _ := strings.Cut(p.URL, "/#pair=")

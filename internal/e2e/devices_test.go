@@ -51,7 +51,7 @@ func TestDeviceAnswerEndToEnd(t *testing.T) {
 	must(um.Systemctl(ctx, "start", "collie.service"))
 
 	var p control.Pairing
-	if err := json.Unmarshal([]byte(collie("pair", "--json")), &p); err != nil {
+	if err := json.Unmarshal([]byte(collie("pair", "--local", "--json")), &p); err != nil {
 		t.Fatal(err)
 	}
 	base, secret, _ := strings.Cut(p.URL, "/#pair=")
