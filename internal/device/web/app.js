@@ -558,7 +558,7 @@
     try {
       resp = await fetch(API + path, opt);
     } catch (e) {
-      return { ok: false, status: 0, data: null, code: 'unreachable', message: 'The bridge could not be reached. Is collie running, and is this device on its network?' };
+      return { ok: false, status: 0, data: null, code: 'unreachable', message: 'The bridge cannot be reached. Is collie running, and is this device on its network?' };
     }
     let data = null;
     try {
@@ -567,6 +567,10 @@
       data = null;
     }
     const err = data && typeof data === 'object' && data.error && typeof data.error === 'object' ? data.error : null;
+    // A reverse proxy in front answers for a bridge that is down.
+    if (!err && (resp.status === 502 || resp.status === 503 || resp.status === 504)) {
+      return { ok: false, status: resp.status, data: null, code: 'unreachable', message: 'The bridge cannot be reached: the proxy in front of it answered ' + resp.status + '. Is collie running?' };
+    }
     let message = '';
     if (err && typeof err.message === 'string') message = err.message;
     else if (!resp.ok) message = 'The bridge answered ' + resp.status + (resp.statusText ? ' ' + resp.statusText : '') + '.';
@@ -1991,4 +1995,12 @@
   const secret = takeSecret();
   if (secret !== null) showPairing(secret);
   else enter();
+
+  // The installable app (issue 13): the service worker, whose shell part
+  // (sw-shell.js) keeps the page's own files so the app opens without the
+  // bridge and says it cannot be reached. Registered on every load; a
+  // browser without workers just has no offline page.
+  if ('serviceWorker' in navigator && window.isSecureContext) {
+    navigator.serviceWorker.register(swURL(), { scope: '/' }).catch(() => {});
+  }
 })();

@@ -19,7 +19,7 @@ import (
 	"strings"
 )
 
-//go:embed index.html app.js app.css icon.svg sw-push.js
+//go:embed index.html app.js app.css icon.svg sw-push.js sw-shell.js manifest.webmanifest icon-192.png icon-512.png icon-maskable-512.png apple-touch-icon.png
 var files embed.FS
 
 // swParts are the files the service worker, /sw.js, is made of, in order:
@@ -29,7 +29,7 @@ var files embed.FS
 // cache goes first: embed it above and name it here. The page registers
 // the worker only through app.js's swURL(), the one Trusted Types policy
 // (SWPolicy); a string given to serviceWorker.register is refused.
-var swParts = []string{"sw-push.js"}
+var swParts = []string{"sw-shell.js", "sw-push.js"}
 
 // CSP is the Content-Security-Policy of every response of the page: its
 // own script and style only, requests only to its own origin, no plugins,
@@ -61,6 +61,13 @@ var routes = func() map[string]asset {
 		{name: "app.js", contentType: "text/javascript; charset=utf-8"},
 		{name: "app.css", contentType: "text/css; charset=utf-8"},
 		{name: "icon.svg", contentType: "image/svg+xml"},
+		// The installable app (issue 13): its manifest and PNG icons, drawn
+		// by icons_test.go.
+		{name: "manifest.webmanifest", contentType: "application/manifest+json"},
+		{name: "icon-192.png", contentType: "image/png"},
+		{name: "icon-512.png", contentType: "image/png"},
+		{name: "icon-maskable-512.png", contentType: "image/png"},
+		{name: "apple-touch-icon.png", contentType: "image/png"},
 	}
 	m := map[string]asset{}
 	for _, a := range list {
