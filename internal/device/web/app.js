@@ -1132,18 +1132,22 @@
         el('h2', null, 'No agents yet'),
         el('p', null, 'Attach a durable agent on the computer with ', el('code', null, 'collie durable attach'), '.')));
     }
-    sync(main, nodes.concat(sections));
+    sync(main, nodes.concat(sections, [renderDeviceName()].filter(Boolean)));
     document.title = waiting.length ? 'Collie (' + waiting.length + ')' : 'Collie';
     restoreFocus(focus);
     work(start);
   }
 
+  // renderSummary is the waiting banner: the questions, each a jump to
+  // its card. The agent is named once when all are one agent's (issue 13:
+  // a phone's width has no room for the same name on every line). The
+  // device's own name is not part of it: see renderDeviceName.
   function renderSummary(waiting) {
-    const who = me && typeof me.name === 'string' && me.name ? 'This device: ' + me.name : '';
     if (waiting.length === 0) {
       return el('section', { class: 'summary', id: 'summary' },
-        el('p', null, 'Nothing waits for your answer.'), who ? el('p', { class: 'muted' }, who) : null);
+        el('p', null, 'Nothing waits for your answer.'));
     }
+    const oneAgent = waiting.every((w) => w.agent === waiting[0].agent);
     const items = waiting.map((w) => el('li', null, button(w.title, { class: 'jump', data: { focus: 'jump' + SEP + w.key }, 'aria-label': 'Go to question: ' + w.title + ' (' + w.agent + ')' }, () => {
       const card = Array.from(main.querySelectorAll('[data-qkey]')).find((e) => e.dataset.qkey === w.key);
       const target = card && card.querySelector('h4');
@@ -1151,11 +1155,18 @@
         target.scrollIntoView({ block: 'start', behavior: 'smooth' });
         target.focus({ preventScroll: true });
       }
-    }), el('span', { class: 'muted small' }, w.agent)));
+    }), oneAgent ? null : el('span', { class: 'muted small' }, w.agent)));
     return el('section', { class: 'summary waiting', id: 'summary', 'aria-labelledby': 'summary-title' },
-      el('h2', { id: 'summary-title' }, waiting.length === 1 ? '1 question waits for you' : waiting.length + ' questions wait for you'),
-      el('ul', { class: 'jumps' }, items),
-      who ? el('p', { class: 'muted' }, who) : null);
+      el('h2', { id: 'summary-title' }, waiting.length === 1 ? '1 question waits for you' : waiting.length + ' questions wait for you',
+        oneAgent ? el('span', { class: 'summary-agent' }, 'from ' + waiting[0].agent) : null),
+      el('ul', { class: 'jumps' }, items));
+  }
+
+  // renderDeviceName says which paired device this is, at the foot of the
+  // page, apart from the waiting banner.
+  function renderDeviceName() {
+    const name = me && typeof me.name === 'string' && me.name ? me.name : '';
+    return name ? el('p', { class: 'device-name muted small', id: 'device-name' }, 'This device: ' + name) : null;
   }
 
   function renderAgent(a, seenConvs, seenCards, waiting) {
@@ -1272,9 +1283,8 @@
     items.before(head);
     const after = [
       questions.length ? el('div', { class: 'questions' }, questions) : null,
-      c.closed ? null : renderComposer(ctx),
-      renderConvActions(ctx),
       el('p', { class: 'msg' + (m && m.error ? ' error' : ''), role: 'status' }, m ? m.text : ''),
+      renderConvTools(ctx),
     ].filter(Boolean);
     items.after(...after);
   }
@@ -1574,6 +1584,9 @@
     if (r.ok) {
       c.confirm = null;
       c.done = 'Sent: ' + label + '.';
+      // The agent takes an answered question away at once, and its card
+      // with it; the conversation keeps saying what was sent (issue 13).
+      convMsgs.set(ctx.key, { text: 'Sent: ' + label + ' to “' + (q.title || q.id) + '”.' });
       for (const k of drafts.keys()) if (k.startsWith(qk + SEP)) drafts.delete(k);
     } else if (r.status === 428 && r.code === 'confirm-always' && r.data && typeof r.data.confirm === 'string') {
       const offer = { token: r.data.confirm, expires: r.data.expires, scope: r.data.scope, message: r.message, requestId: body.requestId, readyAt: Date.now() + CONFIRM_DELAY };
@@ -1721,6 +1734,27 @@
       if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) submit(ev);
     });
     return form;
+  }
+
+  // renderConvTools folds a conversation's composer and its actions (Stop,
+  // Close or Reopen, Rename) into one line until tapped (issue 13: open,
+  // they took 40% of a phone's screen under every conversation). It opens
+  // by itself while a draft, a rename or a message of its own is there.
+  const toolsOpen = new Set();
+  function renderConvTools(ctx) {
+    const fk = ctx.key + SEP;
+    const busy = renaming.has(ctx.key) || (drafts.get(fk + 'draft') || '') !== '';
+    const open = toolsOpen.has(ctx.key) || busy;
+    const d = el('details', { class: 'conv-tools', data: { focus: fk + 'tools' } },
+      el('summary', null, ctx.conv.closed ? 'Reopen or rename' : 'Message, stop, close or rename'),
+      ctx.conv.closed ? null : renderComposer(ctx),
+      renderConvActions(ctx));
+    d.open = open;
+    d.addEventListener('toggle', () => {
+      if (d.open) toolsOpen.add(ctx.key);
+      else toolsOpen.delete(ctx.key);
+    });
+    return d;
   }
 
   function renderConvActions(ctx) {

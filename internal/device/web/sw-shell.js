@@ -10,7 +10,7 @@
 'use strict';
 (function () {
   const CACHE = 'collie-shell-1';
-  const SHELL = ['/', '/app.js', '/app.css', '/icon.svg', '/icon-192.png', '/manifest.webmanifest'];
+  const SHELL = ['/', '/app.js', '/app.css', '/phone.css', '/icon.svg', '/icon-192.png', '/manifest.webmanifest'];
 
   function shellPath(url) {
     const u = new URL(url);
@@ -19,14 +19,12 @@
   }
 
   self.addEventListener('install', (event) => {
-    // Everything but the shell goes straight to the network without
-    // waking this worker (Service Worker static routing, where the
-    // browser has it): the API's reads and its event stream never pass
-    // through here, so a busy page is not slowed by a round trip to the
-    // worker for each request.
-    if (event.addRoutes) {
-      event.addRoutes([{ condition: { not: { or: SHELL.map((p) => ({ urlPattern: new URLPattern({ pathname: p }) })) } }, source: 'network' }])
-        .catch(() => {});
+    // The API goes straight to the network without waking this worker
+    // (Service Worker static routing, where the browser has it): its
+    // reads, writes and event stream never pass through here, so a busy
+    // page is not slowed by a round trip to the worker for each request.
+    if (event.addRoutes && self.URLPattern) {
+      event.addRoutes([{ condition: { urlPattern: new URLPattern({ pathname: '/api/*' }) }, source: 'network' }]).catch(() => {});
     }
     event.waitUntil((async () => {
       const c = await caches.open(CACHE);

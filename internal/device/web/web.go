@@ -19,7 +19,7 @@ import (
 	"strings"
 )
 
-//go:embed index.html app.js app.css icon.svg sw-push.js sw-shell.js manifest.webmanifest icon-192.png icon-512.png icon-maskable-512.png apple-touch-icon.png
+//go:embed index.html app.js app.css phone.css icon.svg sw-push.js sw-shell.js manifest.webmanifest icon-192.png icon-512.png icon-maskable-512.png apple-touch-icon.png
 var files embed.FS
 
 // swParts are the files the service worker, /sw.js, is made of, in order:
@@ -60,6 +60,7 @@ var routes = func() map[string]asset {
 		{name: "index.html", contentType: "text/html; charset=utf-8"},
 		{name: "app.js", contentType: "text/javascript; charset=utf-8"},
 		{name: "app.css", contentType: "text/css; charset=utf-8"},
+		{name: "phone.css", contentType: "text/css; charset=utf-8"},
 		{name: "icon.svg", contentType: "image/svg+xml"},
 		// The installable app (issue 13): its manifest and PNG icons, drawn
 		// by icons_test.go.
