@@ -57,10 +57,9 @@ func freePort(t *testing.T) string {
 // the loopback listener, bound to loopback only. It returns the port, the
 // authority's root certificate and the SPKI hashes (base64 SHA-256) of its
 // root and intermediate, which chromium is told to trust.
-func caddyProxy(t *testing.T, caddy, name, upstream string) (port string, root *x509.Certificate, spkis string, stop func()) {
+func caddyProxy(t *testing.T, caddy, name, port, upstream string) (root *x509.Certificate, spkis string, stop func()) {
 	t.Helper()
 	dir := t.TempDir()
-	port = freePort(t)
 	caddyfile := fmt.Sprintf(`{
 	admin off
 	skip_install_trust
@@ -148,7 +147,7 @@ func caddyProxy(t *testing.T, caddy, name, upstream string) (port string, root *
 				}
 			}
 		}
-		return port, root, strings.Join(hashes, ","), stop
+		return root, strings.Join(hashes, ","), stop
 	}
 }
 
@@ -167,14 +166,9 @@ func TestCaddyInChromium_D6(t *testing.T) {
 	caddy := needCaddy(t)
 
 	const name = "collie.invalid"
-	l, err := Listen(ListenConfig{Addr: "127.0.0.1:0", ProxyHeaders: ProxyXForwarded, PublicURL: "https://" + name + ":1"}, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Close() // the port Caddy's is known only now; listen again below
-	port, root, spkis, stopCaddy := caddyProxy(t, caddy, name, l.Addr().String())
+	port := freePort(t) // Caddy's
 	public := "https://" + name + ":" + port
-	l, err = Listen(ListenConfig{Addr: l.Addr().String(), ProxyHeaders: ProxyXForwarded, PublicURL: public}, t.TempDir())
+	l, err := Listen(ListenConfig{Addr: "127.0.0.1:0", ProxyHeaders: ProxyXForwarded, PublicURL: public}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,6 +187,7 @@ func TestCaddyInChromium_D6(t *testing.T) {
 	go srv.Serve(l)
 	stopBridge := func() { srv.Close(); api.Close() }
 	t.Cleanup(stopBridge)
+	root, spkis, stopCaddy := caddyProxy(t, caddy, name, port, l.Addr().String())
 
 	// /healthz through Caddy, as collie doctor fetches it.
 	pool := x509.NewCertPool()

@@ -81,7 +81,7 @@ func healthy(t *testing.T) (*Env, string) {
 		"collie-agent@demo.socket": active("/usr/lib/systemd/user/collie-agent@.socket", "listening"),
 	}
 	// A phone's address is part of a working set-up (issue 13).
-	if err := os.WriteFile(paths.ConfigFile(), []byte("[devices]\npublic_url = \"https://collie.example.ts.net\"\n"), 0o600); err != nil {
+	if err := os.WriteFile(paths.ConfigFile(), []byte("[devices]\npublic_url = \"https://collie.example.ts.net\"\nproxy_headers = \"x-forwarded\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	e := &Env{

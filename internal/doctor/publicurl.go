@@ -80,6 +80,11 @@ func checkPublicURL(ctx context.Context, e *Env) []Row {
 		return []Row{fail("point the proxy (or tailscale serve) at the bridge's listen address "+addr+" ("+phoneDocs+")",
 			"%s answered %d, and not as Collie's bridge does: something else serves that address", url, status)}
 	}
+	if host, _, _ := net.SplitHostPort(addr); isLoopback(host) && d.ProxyHeaders == config.ProxyNone {
+		// A proxy in front, whose headers the bridge does not read.
+		return []Row{warn(`set proxy_headers = "x-forwarded" in [devices] of `+path+` (or "forwarded" for a proxy that sends RFC 7239's header), then: systemctl --user restart collie`,
+			"%s: the bridge answers there through a proxy, but does not read the proxy's forwarded headers: it cannot tell that phones came over https (their cookie is not marked Secure) nor tell one phone's address from another's (one rate limit for all)", o)}
+	}
 	return []Row{ok("%s: the bridge answers there (checked from this machine)", o)}
 }
 

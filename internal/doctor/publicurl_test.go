@@ -43,7 +43,7 @@ func TestPublicURL_D6(t *testing.T) {
 		io.WriteString(w, healthzBody)
 	}
 	good := ca.Issue(t, "collie.example.test")
-	const public = "[devices]\npublic_url = \"https://collie.example.test\"\n"
+	const public = "[devices]\npublic_url = \"https://collie.example.test\"\nproxy_headers = \"x-forwarded\"\n"
 	tests := []struct {
 		name, toml string
 		cert       *tls.Certificate
@@ -61,6 +61,10 @@ func TestPublicURL_D6(t *testing.T) {
 		{name: "loopback_public_url", toml: "[devices]\npublic_url = \"https://localhost:8443\"\n", status: Warn, message: "https://localhost:8443 is a loopback address"},
 		{name: "daemon_down", toml: public, daemonDown: true, status: Skip, message: "skipped: the daemon is not running"},
 		{name: "answers", toml: public, cert: &good, handler: bridge, status: OK, message: "https://collie.example.test: the bridge answers there"},
+		{name: "proxy_headers_not_read", toml: "[devices]\npublic_url = \"https://collie.example.test\"\n", cert: &good, handler: bridge, status: Warn,
+			message: "does not read the proxy's forwarded headers", fix: `set proxy_headers = "x-forwarded"`},
+		{name: "own_listener_needs_no_proxy_headers", toml: "[devices]\nlisten = \"0.0.0.0:8780\"\npublic_url = \"https://collie.example.test\"\n", cert: &good, handler: bridge, status: OK,
+			message: "the bridge answers there"},
 		{name: "untrusted_certificate", toml: public, cert: ptr(tlstest.SelfSigned(t, "collie.example.test")), handler: bridge, status: Fail,
 			message: "the certificate at https://collie.example.test is signed by an authority this machine does not trust", fix: "install your own authority's certificate"},
 		{name: "certificate_for_another_name", toml: public, cert: ptr(ca.Issue(t, "other.example.test")), handler: bridge, status: Fail,
