@@ -29,7 +29,6 @@ package agentlogin
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -41,26 +40,27 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/agentsession"
+	"github.com/collie-linux/collie/internal/agentwire"
 	"github.com/collie-linux/collie/internal/hint"
 )
 
 // Service is Collie's service slug on the platform and in the store.
-const Service = "collie"
+const Service = agentwire.Service
 
 // The wire's schemas.
 const (
-	SchemaLoginRequest = "raft-cli-agent-login-request.v1"
-	SchemaGrant        = "raft-cli-agent-login-grant.v1"
-	SchemaExchange     = "raft-cli-agent-login-exchange.v1"
-	SchemaRefresh      = "raft-cli-agent-refresh.v1"
-	SchemaRevoke       = "raft-cli-agent-revoke.v1"
+	SchemaLoginRequest = agentwire.SchemaLoginRequest
+	SchemaGrant        = agentwire.SchemaGrant
+	SchemaExchange     = agentwire.SchemaExchange
+	SchemaRefresh      = agentwire.SchemaRefresh
+	SchemaRevoke       = agentwire.SchemaRevoke
 )
 
 // The bridge's token endpoints, below the base URL.
 const (
-	ExchangePath = "/api/auth/agent/exchange"
-	RefreshPath  = "/api/auth/agent/refresh"
-	RevokePath   = "/api/auth/agent/revoke"
+	ExchangePath = agentwire.ExchangePath
+	RefreshPath  = agentwire.RefreshPath
+	RevokePath   = agentwire.RevokePath
 )
 
 // Limits of the token endpoints (R9) and of refresh (R8).
@@ -185,8 +185,7 @@ func NewPKCE() PKCE {
 
 // Challenge is the S256 challenge of verifier.
 func Challenge(verifier string) string {
-	sum := sha256.Sum256([]byte(verifier))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
+	return agentwire.Challenge(verifier)
 }
 
 // loginRequest is the agent-login action's data, in this key order.

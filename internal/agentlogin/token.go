@@ -9,13 +9,10 @@ import (
 	"net/http"
 
 	"github.com/collie-linux/collie/internal/agentsession"
+	"github.com/collie-linux/collie/internal/agentwire"
 	"github.com/collie-linux/collie/internal/hint"
 	"github.com/collie-linux/collie/internal/jsonstrict"
 )
-
-// The error codes of the token endpoints (the closed set).
-var errorCodes = map[string]bool{"invalid": true, "expired": true, "consumed": true,
-	"binding_mismatch": true, "grant_proof_mismatch": true, "temporarily_unavailable": true}
 
 // RefusedError is a token endpoint's refusal: the HTTP status and the code
 // from the closed set ("" when the reply carried none of them). Its
@@ -112,7 +109,7 @@ func refused(what string, status int, reply []byte) *RefusedError {
 		Message string `json:"message"`
 	}
 	re := &RefusedError{What: what, Status: status}
-	if jsonstrict.Unmarshal(reply, &e, jsonstrict.Open) == nil && errorCodes[e.Error] {
+	if jsonstrict.Unmarshal(reply, &e, jsonstrict.Open) == nil && agentwire.KnownCode(e.Error) {
 		re.Code = e.Error
 	}
 	return re

@@ -6,11 +6,13 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+
+	"github.com/collie-linux/collie/internal/agentwire"
 )
 
 // AgentAPIPrefix is where the bridge serves the agent API, below the base
 // URL: /api/agent/v1/ask and /api/agent/v1/whoami.
-const AgentAPIPrefix = "/api/agent"
+const AgentAPIPrefix = agentwire.AgentAPIPrefix
 
 // Transport carries requests to the bridge's agent API with the agent's
 // bearer token: a fresh one before the request (Access), and after a 401

@@ -1,0 +1,104 @@
+// Package agentwire is the agent-login contract between the collie CLI in
+// an agent's environment (internal/agentlogin) and the bridge as its
+// service (internal/agentauth, internal/agentapi): the service slug, the
+// schemas, the routes, the closed set of error codes and the PKCE S256
+// proof (R1, R5, R9; docs/agent-login.md). Both halves read it from here.
+package agentwire
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"time"
+)
+
+// Service is Collie's service slug on the platform and in the store.
+const Service = "collie"
+
+// The wire's schemas.
+const (
+	SchemaLoginRequest = "raft-cli-agent-login-request.v1"
+	SchemaGrant        = "raft-cli-agent-login-grant.v1"
+	SchemaExchange     = "raft-cli-agent-login-exchange.v1"
+	SchemaRefresh      = "raft-cli-agent-refresh.v1"
+	SchemaRevoke       = "raft-cli-agent-revoke.v1"
+	SchemaSession      = "raft-cli-agent-session.v1"
+	SchemaManifest     = "raft-agent-manifest.v0"
+	TokenType          = "Bearer"
+	MethodS256         = "S256"
+)
+
+// The bridge's routes, below its base URL.
+const (
+	ManifestPath      = "/.well-known/raft-agent-manifest.json"
+	LoginActionPath   = "/api/auth/agent/login" // the agent-login action, called by the platform
+	ExchangePath      = "/api/auth/agent/exchange"
+	RefreshPath       = "/api/auth/agent/refresh"
+	RevokePath        = "/api/auth/agent/revoke"
+	MigrationHelpPath = "/api/agent/migration-help"
+	AgentAPIPrefix    = "/api/agent"
+	WhoamiPath        = AgentAPIPrefix + "/v1/whoami"
+	AskPath           = AgentAPIPrefix + "/v1/ask"
+)
+
+// Actions of the platform's app surface.
+const (
+	ActionLogin         = "agent-login"
+	ActionMigrationHelp = "migration-help"
+)
+
+// The closed set of error codes of the token endpoints and the agent API.
+const (
+	CodeInvalid                = "invalid"
+	CodeExpired                = "expired"
+	CodeConsumed               = "consumed"
+	CodeBindingMismatch        = "binding_mismatch"
+	CodeGrantProofMismatch     = "grant_proof_mismatch"
+	CodeTemporarilyUnavailable = "temporarily_unavailable"
+)
+
+// codes is the closed set, for checking a code read from the wire.
+var codes = map[string]bool{CodeInvalid: true, CodeExpired: true, CodeConsumed: true,
+	CodeBindingMismatch: true, CodeGrantProofMismatch: true, CodeTemporarilyUnavailable: true}
+
+// KnownCode reports whether code is in the closed set.
+func KnownCode(code string) bool { return codes[code] }
+
+// Lifetimes the service grants (R5, R8).
+const (
+	GrantTTL   = 300 * time.Second
+	AccessTTL  = 15 * time.Minute
+	RefreshTTL = 30 * 24 * time.Hour
+)
+
+// Challenge is the S256 challenge of verifier: the unpadded base64url of
+// its SHA-256 (RFC 7636).
+func Challenge(verifier string) string {
+	sum := sha256.Sum256([]byte(verifier))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// ValidVerifier reports whether v is an RFC 7636 code verifier: 43 to 128
+// of [A-Za-z0-9-._~]. The service checks it before hashing, so a short
+// or illegal verifier is never exchanged.
+func ValidVerifier(v string) bool {
+	if len(v) < 43 || len(v) > 128 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidChallenge reports whether c is an S256 challenge: unpadded
+// base64url decoding to exactly 32 bytes, in its one canonical spelling.
+func ValidChallenge(c string) bool {
+	if len(c) != 43 {
+		return false
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(c)
+	return err == nil && len(b) == sha256.Size
+}
