@@ -1,0 +1,5 @@
+//go:build !unix
+
+package agentauth
+
+const oNoFollow = 0
