@@ -106,13 +106,12 @@ const (
 
 // Limits (see the package doc).
 const (
-	maxPendingGrants    = 1000
-	maxLiveChains       = 8
-	maxRotated          = 64
-	maxProofMismatches  = 5
-	keepEnded           = 7 * 24 * time.Hour
-	maxFileBytes        = 64 << 20
-	unavailableSentence = "The bridge could not save its agent session store; try again in a moment, and if it keeps failing, look at the bridge's log (journalctl --user -u collie)."
+	maxPendingGrants   = 1000
+	maxLiveChains      = 8
+	maxRotated         = 64
+	maxProofMismatches = 5
+	keepEnded          = 7 * 24 * time.Hour
+	maxFileBytes       = 64 << 20
 )
 
 // Store is the bridge's agent-login state: grants and session chains,
@@ -220,5 +219,6 @@ func (s *Store) save(next *state, now time.Time, keep bool) error {
 
 // unavailable is the refusal for a failed write.
 func unavailable() *Error {
-	return refuse(agentwire.CodeTemporarilyUnavailable, unavailableSentence)
+	return refuse(agentwire.CodeTemporarilyUnavailable,
+		"The bridge could not save its agent session store; try again in a moment, and if it keeps failing, look at the bridge's log (journalctl --user -u collie).")
 }
