@@ -254,6 +254,15 @@ func (t Transport) checked() bool { return !t.Remote && !t.Unchecked }
 // every write is refused.
 func (s *Server) Handler() http.Handler { return s.handler(Transport{}) }
 
+// Hosted returns the protocol's routes for an agent the bridge hosts in
+// its own process (an agent platform's agent session, issue 14), called
+// by the bridge's own code and never served on a socket or a port: there
+// is no connection, so no caller check. Its only callers are the
+// bridge's reads and Bridge.Forward (a paired device's writes, D6), and
+// the agent API's ask for that one agent. "Always allow" is not offered
+// (hosted boards turn it off).
+func (s *Server) Hosted() http.Handler { return s.handler(Transport{Unchecked: true}) }
+
 func (s *Server) handler(t Transport) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+wire.HelloPath, s.serveHello)
