@@ -38,6 +38,8 @@ func commands() []command {
 		{"login", []string{"--url BASE [--ca-file FILE]"}, "in an agent environment: log this agent in to the bridge at BASE (agent login)", cmdLogin},
 		{"logout", nil, "in an agent environment: remove this agent's session and have the bridge revoke it", cmdLogout},
 		{"whoami", []string{"[--json]"}, "say who collie runs as: human, or the agent and its session's expiries (no network)", cmdWhoami},
+		{"agents list", []string{"[--json]"}, "list the agent platform's agents that logged in to the bridge, and their sessions", cmdAgentsList},
+		{"agents revoke", []string{"ID"}, "revoke an agent's sessions at once (by session id or agent id)", cmdAgentsRevoke},
 		{"version", nil, "print the version", cmdVersion},
 		{"help", nil, "print this list of commands", cmdHelp},
 	}

@@ -38,7 +38,7 @@ func cmdDaemon(ctx context.Context, e *env, args []string) error {
 	if *debug {
 		level = slog.LevelDebug
 	}
-	return runBridge(ctx, e, hup, paths, deviceListen(cfg.Devices), &cfg.Push, level)
+	return runBridge(ctx, e, hup, paths, deviceListen(cfg.Devices), &cfg.Push, cfg.Agents, level)
 }
 
 // catchSignals catches SIGINT and SIGTERM (they end the returned context)
@@ -72,8 +72,9 @@ func deviceListen(d config.Devices) *device.ListenConfig {
 // catchSignals); a SIGHUP on hup reloads sources.json once it is running.
 // An error that stops it before it is ready says "cannot start", one after
 // "stopped"; main reports either at PRIORITY=3 (journald.Fatal).
-// pushCfg is [push]; nil sends no pushes (collie demo).
-func runBridge(ctx context.Context, e *env, hup <-chan os.Signal, paths config.Paths, devices *device.ListenConfig, pushCfg *config.Push, level slog.Level) error {
+// pushCfg is [push]; nil sends no pushes (collie demo). agents is
+// [agents].
+func runBridge(ctx context.Context, e *env, hup <-chan os.Signal, paths config.Paths, devices *device.ListenConfig, pushCfg *config.Push, agents config.Agents, level slog.Level) error {
 	log := journald.NewLogger("collie", e.stderr, level)
 	n := systemd.NewNotifier(log)
 	cannotStart := func(err error) error { return fmt.Errorf("the daemon cannot start: %w", err) }
@@ -108,6 +109,7 @@ func runBridge(ctx context.Context, e *env, hup <-chan os.Signal, paths config.P
 		Push:    pushes.d,
 		PushOff: pushes.off,
 		WebPush: pushes.web,
+		Agents:  agents,
 	})
 	// Each keep-alive takes the bridge's lock (Agents): a bridge stuck on
 	// it stops them, and systemd restarts the daemon (WatchdogSec=).

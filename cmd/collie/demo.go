@@ -87,7 +87,7 @@ Look at it from another terminal:
 Stop with Ctrl-C; the demo's folder %s is removed.
 `, paths.Runtime, filepath.Dir(paths.Config), filepath.Dir(paths.State), self, self, self, dir)
 	go printPairing(ctx, e, paths.Control())
-	return runBridge(ctx, e, hup, paths, devices, nil, slog.LevelInfo)
+	return runBridge(ctx, e, hup, paths, devices, nil, config.Agents{}, slog.LevelInfo)
 }
 
 // demoDevices picks a free loopback port for the demo's device API and

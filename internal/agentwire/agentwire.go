@@ -38,6 +38,7 @@ const (
 	AgentAPIPrefix    = "/api/agent"
 	WhoamiPath        = AgentAPIPrefix + "/v1/whoami"
 	AskPath           = AgentAPIPrefix + "/v1/ask"
+	QuestionsPath     = AgentAPIPrefix + "/v1/questions"
 )
 
 // Actions of the platform's app surface.
@@ -101,4 +102,34 @@ func ValidChallenge(c string) bool {
 	}
 	b, err := base64.RawURLEncoding.Strict().DecodeString(c)
 	return err == nil && len(b) == sha256.Size
+}
+
+// Who may call a route of the agent surface.
+const (
+	AuthNone       = "none"       // anyone who reaches the bridge (the manifest, migration-help)
+	AuthPlatform   = "platform"   // the platform, with its signed assertion (the agent-login action)
+	AuthCredential = "credential" // the grant or refresh token in the body is the credential
+	AuthAccess     = "access"     // an agent session's access token as bearer
+)
+
+// Route is one route of the bridge's agent surface, served beside the
+// device API on the same listener.
+type Route struct {
+	Method, Path, Auth string
+}
+
+// Routes lists the agent surface: the device API's router registers
+// these and nothing else for it, and the service serves each.
+func Routes() []Route {
+	return []Route{
+		{"GET", ManifestPath, AuthNone},
+		{"GET", MigrationHelpPath, AuthNone},
+		{"POST", LoginActionPath, AuthPlatform},
+		{"POST", ExchangePath, AuthCredential},
+		{"POST", RefreshPath, AuthCredential},
+		{"POST", RevokePath, AuthCredential},
+		{"GET", WhoamiPath, AuthAccess},
+		{"POST", AskPath, AuthAccess},
+		{"GET", QuestionsPath, AuthAccess},
+	}
 }

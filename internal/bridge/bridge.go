@@ -25,6 +25,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/collie-linux/collie/internal/agentauth"
+	"github.com/collie-linux/collie/internal/agenthost"
 	"github.com/collie-linux/collie/internal/config"
 	"github.com/collie-linux/collie/internal/control"
 	"github.com/collie-linux/collie/internal/device"
@@ -78,6 +80,9 @@ type Options struct {
 	// WebPush, when set, is Push's Web Push provider: the device API
 	// serves its key and its subscriptions are the device store's.
 	WebPush *webpush.Provider
+	// Agents is [agents]: agent login for agents on an agent platform,
+	// served beside the device API (issue 14).
+	Agents config.Agents
 }
 
 // Bridge holds the attached agents and their scheduler.
@@ -102,11 +107,16 @@ type Bridge struct {
 	apiFP    string
 	apiReach string       // control.Reach* of apiURL
 	web      atomic.Value // string: the web app's address, for pushes
+
+	// Agent sessions (agents.go), while the device API listens.
+	sessions *agentauth.Store
+	host     *agenthost.Host
 }
 
 // agent is one attached durable agent and what was last read from it.
 type agent struct {
 	src    sources.Source
+	hosted bool // an agent session's board (agents.go), not from sources.json
 	client upstream.Client
 	waiter upstream.Waiter // client, when it can wait; nil: never asked to
 	ctx    context.Context // ends when the agent is detached
@@ -210,6 +220,9 @@ func (b *Bridge) Reload() error {
 		return errors.New("the bridge is not running yet; reload once it has started")
 	}
 	for name, a := range b.agents {
+		if a.hosted {
+			continue
+		}
 		if s, ok := want[name]; !ok || s != a.src {
 			b.detach(a)
 			delete(b.agents, name)

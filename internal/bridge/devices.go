@@ -41,8 +41,9 @@ func (b *Bridge) startDevices(ctx context.Context) (func(), error) {
 		wp.SetSubscriptions(store) // revoking a device drops its subscription
 		webPushKey = wp.PublicKey()
 	}
-	b.api = device.NewAPI(device.Options{Backend: b, Store: store, Pairings: b.pairings, Audit: b.o.Audit, Log: b.o.Log, Site: l.Site, WebPushKey: webPushKey})
 	b.apiURL, b.apiFP, b.apiReach = linkOf(l)
+	b.api = device.NewAPI(device.Options{Backend: b, Store: store, Pairings: b.pairings, Audit: b.o.Audit, Log: b.o.Log, Site: l.Site, WebPushKey: webPushKey,
+		Agents: b.agentService()})
 	b.web.Store(b.apiURL + "/")
 	srv := &http.Server{Handler: b.api.Handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10}
 	go srv.Serve(l)
@@ -52,6 +53,9 @@ func (b *Bridge) startDevices(ctx context.Context) (func(), error) {
 		srv.Shutdown(sctx)
 		srv.Close()   // event streams do not end by themselves
 		b.api.Close() // the counts of refusals still being coalesced, before the audit log closes
+		if b.host != nil {
+			b.host.Close()
+		}
 	}, nil
 }
 

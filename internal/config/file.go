@@ -19,6 +19,17 @@ import (
 type File struct {
 	Devices Devices `toml:"devices"`
 	Push    Push    `toml:"push"`
+	Agents  Agents  `toml:"agents"`
+}
+
+// Agents is [agents]: agents on an agent platform that log in to the
+// bridge with collie login (issue 14, R1, R5). See collie.toml(5).
+type Agents struct {
+	// PlatformKeyFile names the platform's Ed25519 public key (PEM) that
+	// signs the assertion proving which agent calls the agent-login
+	// action; "" leaves agent login off (sessions already made still
+	// work until they expire or are revoked).
+	PlatformKeyFile string `toml:"platform_key_file"`
 }
 
 // Devices is [devices]: where paired phones and browsers reach the bridge.
@@ -88,6 +99,9 @@ func Load(path string) (f File, exists bool, err error) {
 	}
 	if err := f.Devices.check(); err != nil {
 		return File{}, true, fmt.Errorf("%s: %w", path, err)
+	}
+	if k := f.Agents.PlatformKeyFile; k != "" && !filepath.IsAbs(k) {
+		return File{}, true, fmt.Errorf("%s: [agents] platform_key_file %q is not an absolute path; give the full path of the platform's public key", path, k)
 	}
 	return f, true, nil
 }

@@ -29,6 +29,10 @@ func TestLoad(t *testing.T) {
 			wantErr: `unknown setting "push`},
 		{name: "devices", path: write("devices.toml", "[devices]\nlisten = \"127.0.0.1:9000\"\ntls = \"on\"\n"), exists: true},
 		{name: "unknown devices key", path: write("dev2.toml", "[devices]\nport = 1\n"), exists: true, wantErr: `unknown setting "devices.port"`},
+		{name: "agents", path: write("agents.toml", "[agents]\nplatform_key_file = \"/etc/raft/platform.pub\"\n"), exists: true},
+		{name: "agents key file must be absolute", path: write("agents2.toml", "[agents]\nplatform_key_file = \"platform.pub\"\n"), exists: true,
+			wantErr: `[agents] platform_key_file "platform.pub" is not an absolute path`},
+		{name: "unknown agents key", path: write("agents3.toml", "[agents]\nkey = 1\n"), exists: true, wantErr: `unknown setting "agents.key"`},
 		{name: "bad syntax names the line", path: write("bad.toml", "a = = 1\n"), exists: true,
 			wantErr: "bad.toml, line 1 column"},
 	}

@@ -132,6 +132,7 @@ func Serve(ctx context.Context, l net.Listener, b Backend, log *slog.Logger) err
 		reply(w, struct{}{}, b.Revoke(req.ID))
 	})
 	servePush(mux, b)
+	serveAgents(mux, b)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	go func() {
 		<-ctx.Done()

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/collie-linux/collie/internal/agentwire"
 	"github.com/collie-linux/collie/internal/audit"
 	"github.com/collie-linux/collie/internal/device/web"
 	"github.com/collie-linux/collie/internal/jsonstrict"
@@ -66,6 +67,9 @@ type Options struct {
 	// WebPushKey is the VAPID public key pages subscribe with
 	// (webpush.Provider.PublicKey); "" when Web Push is off.
 	WebPushKey string
+	// Agents serves the agent surface (agentwire.Routes: agent login and
+	// the agent API, internal/agentapi) on this listener; nil: not served.
+	Agents http.Handler
 }
 
 // API serves the device API, /api/v1/.
@@ -77,6 +81,7 @@ type API struct {
 	writes   *limiter // per device
 	srcWrite *limiter // per source: writes
 	srcPair  *limiter // per source: pairing attempts
+	srcAgent *limiter // per source: the agent surface
 	refusals *refusals
 	outlook  *tracker // what devices read, with revisions (reads.go)
 
@@ -105,6 +110,7 @@ func NewAPI(o Options) *API {
 		writes:   newLimiter(5, 20, o.Now),
 		srcWrite: newLimiter(10, 40, o.Now),
 		srcPair:  newLimiter(0.2, 5, o.Now),
+		srcAgent: newLimiter(5, 40, o.Now),
 	}
 	a.refusals = newRefusals(RefusalWindow, a.record)
 	a.outlook = newTracker(o.Backend.View, epoch())
@@ -168,6 +174,11 @@ func (a *API) routes() *router {
 	}
 	// Any other name: told which there are (after the gate, like a write).
 	rt.write("POST /api/v1/agents/{agent}/{write}", gateSpec{paired: true, source: a.srcWrite}, a.noSuchWrite)
+	if a.o.Agents != nil {
+		for _, r := range agentwire.Routes() {
+			rt.agentRoute(r.Method+" "+r.Path, a.o.Agents)
+		}
+	}
 	rt.read("GET /healthz", http.HandlerFunc(healthz))
 	rt.read("GET /", web.Handler()) // the web app (internal/device/web)
 	return rt

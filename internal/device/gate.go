@@ -51,15 +51,40 @@ type router struct {
 	mux    *http.ServeMux
 	routes []route
 	gated  map[string]bool // patterns
+	agent  map[string]bool // patterns of the agent surface
 }
 
 type route struct {
 	pattern string
 	gated   bool
+	agent   bool // the agent surface's: its own credentials, never a page's
 }
 
 func newRouter(a *API) *router {
-	return &router{a: a, mux: http.NewServeMux(), gated: map[string]bool{}}
+	return &router{a: a, mux: http.NewServeMux(), gated: map[string]bool{}, agent: map[string]bool{}}
+}
+
+// agentRoute registers a route of the agent surface (agentwire.Routes,
+// served by h, issue 14). Its callers are programs with their own
+// credentials (the platform's assertion, a grant, a token), never a
+// device's cookie, and never a web page: a request that carries an
+// Origin (any browser's cross-origin or same-origin write) is refused
+// before h, and each source is rate-limited.
+func (rt *router) agentRoute(pattern string, h http.Handler) {
+	rt.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Origin") != "" || r.Header.Get("Sec-Fetch-Site") != "" {
+			rt.a.refusals.add(refusal{source: sourceOf(r), Refusal: Refusal{Code: "cross-site", Reason: "a web page called the agent surface"}})
+			apiError(w, http.StatusForbidden, "cross-site", "the agent surface answers programs, never a web page")
+			return
+		}
+		if !rt.a.srcAgent.allow(sourceOf(r)) {
+			apiError(w, http.StatusTooManyRequests, "rate-limited", "too many requests from this address; wait a moment")
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	rt.routes = append(rt.routes, route{pattern: pattern, agent: true})
+	rt.agent[pattern] = true
 }
 
 // read registers a GET route (HEAD comes with it). It has no gate: reads
@@ -69,7 +94,7 @@ func (rt *router) read(pattern string, h http.Handler) {
 		panic("device: a read route is GET only, not " + pattern)
 	}
 	rt.mux.Handle(pattern, h)
-	rt.routes = append(rt.routes, route{pattern, false})
+	rt.routes = append(rt.routes, route{pattern: pattern})
 }
 
 // write registers a POST (or DELETE) route behind the write gate.
@@ -78,7 +103,7 @@ func (rt *router) write(pattern string, spec gateSpec, h gatedFunc) {
 		panic("device: a write route is POST or DELETE, not " + pattern)
 	}
 	rt.mux.Handle(pattern, rt.a.gate(spec, h))
-	rt.routes = append(rt.routes, route{pattern, true})
+	rt.routes = append(rt.routes, route{pattern: pattern, gated: true})
 	rt.gated[pattern] = true
 }
 
@@ -103,7 +128,7 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	default:
-		if _, pattern := rt.mux.Handler(r); !rt.gated[pattern] {
+		if _, pattern := rt.mux.Handler(r); !rt.gated[pattern] && !rt.agent[pattern] {
 			apiError(w, http.StatusMethodNotAllowed, "method-not-allowed", r.Method+" is not a route of the device API")
 			return
 		}

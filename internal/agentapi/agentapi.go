@@ -1,0 +1,472 @@
+// Package agentapi is the bridge's service for agents on an agent
+// platform (issue 14, R1, R5, R8, R11): the Raft app surface (the
+// manifest, the agent-login action, migration-help), the token endpoints
+// (exchange, refresh, revoke) and the agent API (whoami, ask), served
+// beside the device API on its listener (agentwire.Routes). Grants and
+// sessions are internal/agentauth's; an agent's questions go to its own
+// board, which the bridge hosts and shows on devices like any durable
+// agent (Boards). An agent session may ask its human and read its own
+// questions' answers; it can never answer, nor reach another agent.
+package agentapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/collie-linux/collie/internal/agentauth"
+	"github.com/collie-linux/collie/internal/agentwire"
+	"github.com/collie-linux/collie/internal/jsonstrict"
+	"github.com/collie-linux/collie/internal/wire"
+)
+
+// Boards gives an agent session its board: the handler of the hosted
+// agent's routes for id (durable.Server.Hosted), made and shown on
+// devices at its first use. Only wire.AskPath is ever called on it here.
+type Boards interface {
+	Board(ctx context.Context, id agentauth.Identity) (name string, h http.Handler, err error)
+}
+
+// Options configure the service.
+type Options struct {
+	Store *agentauth.Store
+	// Platform checks the agent-login action's caller; nil leaves agent
+	// login off (PlatformOff says why), while existing sessions work on.
+	Platform    *Platform
+	PlatformOff string
+	Boards      Boards
+	// Base is the bridge's address for agents and the platform: public_url
+	// when set, else the listener's own URL.
+	Base func() string
+	Log  *slog.Logger
+}
+
+// API serves the routes of agentwire.Routes.
+type API struct {
+	o   Options
+	mux *http.ServeMux
+}
+
+// maxBody caps a token endpoint's or the action's request body.
+const maxBody = 16 << 10
+
+// New returns the service.
+func New(o Options) *API {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	a := &API{o: o, mux: http.NewServeMux()}
+	handlers := map[string]http.HandlerFunc{
+		agentwire.ManifestPath:      a.manifest,
+		agentwire.MigrationHelpPath: a.migrationHelp,
+		agentwire.LoginActionPath:   a.loginAction,
+		agentwire.ExchangePath:      a.exchange,
+		agentwire.RefreshPath:       a.refresh,
+		agentwire.RevokePath:        a.revoke,
+		agentwire.WhoamiPath:        a.whoami,
+		agentwire.AskPath:           a.ask,
+		agentwire.QuestionsPath:     a.questions,
+	}
+	for _, r := range agentwire.Routes() {
+		h, ok := handlers[r.Path]
+		if !ok {
+			panic("agentapi: no handler for " + r.Path)
+		}
+		a.mux.Handle(r.Method+" "+r.Path, h)
+	}
+	return a
+}
+
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	a.mux.ServeHTTP(w, r)
+}
+
+// fail answers a refusal from the closed set. A 401 says so to a bearer
+// client (RFC 6750).
+func fail(w http.ResponseWriter, status int, code, msg string) {
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+	}
+	writeJSON(w, status, struct {
+		Error   string `json:"error"`
+		Message string `json:"message"`
+	}{code, msg})
+}
+
+func failWith(w http.ResponseWriter, err error) {
+	var e *agentauth.Error
+	if errors.As(err, &e) {
+		fail(w, e.Status, e.Code, e.Message)
+		return
+	}
+	fail(w, http.StatusServiceUnavailable, agentwire.CodeTemporarilyUnavailable, "the bridge could not do that now; try again")
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)+1))
+	w.WriteHeader(status)
+	w.Write(append(data, '\n'))
+}
+
+// decode reads a request body of at most maxBody bytes into v, closed:
+// an unknown or repeated member is refused.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	switch {
+	case err != nil:
+		fail(w, http.StatusBadRequest, agentwire.CodeInvalid, "the request's body could not be read")
+		return false
+	case len(data) > maxBody:
+		fail(w, http.StatusRequestEntityTooLarge, agentwire.CodeInvalid, "the request's body is larger than 16 KiB")
+		return false
+	}
+	if err := jsonstrict.Unmarshal(data, v); err != nil {
+		fail(w, http.StatusBadRequest, agentwire.CodeInvalid, "the request is not the schema's JSON: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// session is the reply of exchange and refresh, in the contract's key
+// order.
+type session struct {
+	Schema           string  `json:"schema"`
+	TokenType        string  `json:"token_type"`
+	AccessToken      string  `json:"access_token"`
+	AccessExpiresAt  string  `json:"access_expires_at"`
+	RefreshToken     string  `json:"refresh_token"`
+	RefreshExpiresAt *string `json:"refresh_expires_at"`
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func replySession(w http.ResponseWriter, t agentauth.Tokens) {
+	w.Header().Set("Pragma", "no-cache")
+	re := stamp(t.RefreshExpires)
+	writeJSON(w, http.StatusOK, session{agentwire.SchemaSession, agentwire.TokenType, t.Access, stamp(t.AccessExpires), t.Refresh, &re})
+}
+
+// loginAction is the agent-login action, called by the platform with its
+// assertion: a grant for the agent the platform proved, bound to the
+// challenge (R5).
+func (a *API) loginAction(w http.ResponseWriter, r *http.Request) {
+	if a.o.Platform == nil {
+		fail(w, http.StatusServiceUnavailable, agentwire.CodeTemporarilyUnavailable, "agent login is off on this bridge: "+a.o.PlatformOff)
+		return
+	}
+	c, err := a.o.Platform.Verify(r.Header.Get(AssertionHeader))
+	if err != nil {
+		a.o.Log.Warn("agent-login action refused", "reason", err.Error())
+		fail(w, http.StatusUnauthorized, agentwire.CodeInvalid, err.Error())
+		return
+	}
+	var req struct {
+		Schema              string `json:"schema"`
+		CodeChallenge       string `json:"code_challenge"`
+		CodeChallengeMethod string `json:"code_challenge_method"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
+	switch {
+	case req.Schema != agentwire.SchemaLoginRequest:
+		fail(w, http.StatusBadRequest, agentwire.CodeInvalid, "schema must be "+agentwire.SchemaLoginRequest)
+		return
+	case req.CodeChallengeMethod != agentwire.MethodS256:
+		fail(w, http.StatusBadRequest, agentwire.CodeInvalid, "code_challenge_method must be S256")
+		return
+	case !agentwire.ValidChallenge(req.CodeChallenge):
+		fail(w, http.StatusBadRequest, agentwire.CodeInvalid, "code_challenge must be an unpadded base64url SHA-256 (43 characters)")
+		return
+	case req.CodeChallenge != c.CodeChallenge:
+		fail(w, http.StatusBadRequest, agentwire.CodeBindingMismatch, "the code_challenge is not the one the platform's assertion names")
+		return
+	}
+	id := agentauth.Identity{Agent: c.Sub, Server: c.Iss, App: c.App}
+	grant, exp, err := a.o.Store.Grant(id, req.CodeChallenge)
+	if err != nil {
+		failWith(w, err)
+		return
+	}
+	a.o.Log.Info("agent login grant issued", "agent", id.Agent, "server", id.Server, "app", id.App, "expires", stamp(exp))
+	writeJSON(w, http.StatusOK, struct {
+		Schema    string `json:"schema"`
+		Service   string `json:"service"`
+		Grant     string `json:"grant"`
+		ExpiresAt string `json:"expires_at"`
+	}{agentwire.SchemaGrant, agentwire.Service, grant, stamp(exp)})
+}
+
+func (a *API) exchange(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Schema       string `json:"schema"`
+		Grant        string `json:"grant"`
+		CodeVerifier string `json:"code_verifier"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
+	if req.Schema != agentwire.SchemaExchange {
+		fail(w, http.StatusBadRequest, agentwire.CodeInvalid, "schema must be "+agentwire.SchemaExchange)
+		return
+	}
+	t, err := a.o.Store.Exchange(req.Grant, req.CodeVerifier)
+	if err != nil {
+		failWith(w, err)
+		return
+	}
+	replySession(w, t)
+}
+
+func (a *API) refresh(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Schema       string `json:"schema"`
+		RefreshToken string `json:"refresh_token"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
+	if req.Schema != agentwire.SchemaRefresh {
+		fail(w, http.StatusBadRequest, agentwire.CodeInvalid, "schema must be "+agentwire.SchemaRefresh)
+		return
+	}
+	t, err := a.o.Store.Refresh(req.RefreshToken)
+	if err != nil {
+		failWith(w, err)
+		return
+	}
+	replySession(w, t)
+}
+
+// revoke ends the chain of the refresh token in the body, or of the
+// access token sent as bearer (logout sends both). An unknown token is
+// no error (RFC 7009): the caller's session is gone either way.
+func (a *API) revoke(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Schema       string `json:"schema"`
+		RefreshToken string `json:"refresh_token"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
+	if req.Schema != agentwire.SchemaRevoke {
+		fail(w, http.StatusBadRequest, agentwire.CodeInvalid, "schema must be "+agentwire.SchemaRevoke)
+		return
+	}
+	if _, err := a.o.Store.Revoke(req.RefreshToken, bearer(r)); err != nil {
+		failWith(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func bearer(r *http.Request) string {
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return tok
+}
+
+// authed is the session of the request's access token, or a 401.
+func (a *API) authed(w http.ResponseWriter, r *http.Request) (agentauth.Session, bool) {
+	s, err := a.o.Store.Authenticate(bearer(r))
+	if err != nil {
+		var e *agentauth.Error
+		code, msg := agentwire.CodeInvalid, "the access token is not valid; collie refreshes it, or run collie login --url BASE again"
+		if errors.As(err, &e) && e.Code == agentwire.CodeExpired {
+			code, msg = agentwire.CodeExpired, "the access token expired; collie refreshes it"
+		}
+		fail(w, http.StatusUnauthorized, code, msg)
+		return agentauth.Session{}, false
+	}
+	return s, true
+}
+
+func (a *API) whoami(w http.ResponseWriter, r *http.Request) {
+	s, ok := a.authed(w, r)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Kind             string `json:"kind"`
+		Service          string `json:"service"`
+		Agent            string `json:"agent_id"`
+		Server           string `json:"server"`
+		App              string `json:"app"`
+		Session          string `json:"session"`
+		AccessExpiresAt  string `json:"access_expires_at"`
+		RefreshExpiresAt string `json:"refresh_expires_at"`
+	}{"agent", agentwire.Service, s.Identity.Agent, s.Identity.Server, s.Identity.App, s.Chain, stamp(s.AccessExpires), stamp(s.RefreshExpires)})
+}
+
+// ask puts the agent's question on its own board and answers as a
+// durable agent's /v1/ask does (wire.AskRequest in, wire.AskReply out).
+// Only that route of the board is reached: an agent session can never
+// answer, and never reaches another agent's board.
+func (a *API) ask(w http.ResponseWriter, r *http.Request) {
+	s, ok := a.authed(w, r)
+	if !ok {
+		return
+	}
+	name, h, err := a.o.Boards.Board(r.Context(), s.Identity)
+	if err != nil {
+		a.o.Log.Warn("agent session's board unavailable", "agent", s.Identity.Agent, "err", err)
+		fail(w, http.StatusServiceUnavailable, agentwire.CodeTemporarilyUnavailable, "the bridge cannot take questions from this agent now; try again")
+		return
+	}
+	in, err := http.NewRequestWithContext(r.Context(), http.MethodPost, "http://hosted"+wire.AskPath, r.Body)
+	if err != nil {
+		failWith(w, err)
+		return
+	}
+	in.ContentLength = r.ContentLength
+	in.Header.Set("Content-Type", "application/json")
+	in.Header.Set(wire.VersionHeader, strconv.Itoa(wire.Version))
+	in.RequestURI = wire.AskPath
+	a.o.Log.Debug("agent session asks", "agent", s.Identity.Agent, "board", name)
+	h.ServeHTTP(w, in)
+}
+
+// questions reads the agent's own board: its conversation with its
+// questions and the answers given, as a durable agent's snapshot
+// (wire.Snapshot). Only its own board is reachable.
+func (a *API) questions(w http.ResponseWriter, r *http.Request) {
+	s, ok := a.authed(w, r)
+	if !ok {
+		return
+	}
+	_, h, err := a.o.Boards.Board(r.Context(), s.Identity)
+	if err != nil {
+		fail(w, http.StatusServiceUnavailable, agentwire.CodeTemporarilyUnavailable, "the bridge cannot read this agent's questions now; try again")
+		return
+	}
+	in, err := http.NewRequestWithContext(r.Context(), http.MethodGet, "http://hosted"+wire.SnapshotPath, nil)
+	if err != nil {
+		failWith(w, err)
+		return
+	}
+	in.Header.Set(wire.VersionHeader, strconv.Itoa(wire.Version))
+	if inm := r.Header.Get("If-None-Match"); inm != "" {
+		in.Header.Set("If-None-Match", inm)
+	}
+	in.RequestURI = wire.SnapshotPath
+	h.ServeHTTP(w, in)
+}
+
+// manifest is the Raft app surface's description (R11).
+func (a *API) manifest(w http.ResponseWriter, r *http.Request) {
+	base := a.o.Base()
+	type endpoint struct {
+		Method string `json:"method"`
+		Path   string `json:"path"`
+	}
+	type param struct {
+		Type        string `json:"type"`
+		In          string `json:"in"`
+		Required    bool   `json:"required"`
+		Description string `json:"description"`
+	}
+	type action struct {
+		Name        string           `json:"name"`
+		Description string           `json:"description"`
+		Endpoint    endpoint         `json:"endpoint"`
+		Parameters  map[string]param `json:"parameters,omitempty"`
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Schema      string            `json:"schema"`
+		Service     string            `json:"service"`
+		DocsURL     string            `json:"docs_url"`
+		Execution   map[string]string `json:"execution"`
+		Credentials map[string]string `json:"credentials"`
+		Actions     []action          `json:"actions"`
+	}{
+		Schema:  agentwire.SchemaManifest,
+		Service: agentwire.Service,
+		DocsURL: "https://github.com/collie-linux/collie/blob/main/docs/agent-login.md",
+		Execution: map[string]string{
+			"mode":     "http_api",
+			"base_url": base,
+		},
+		Credentials: map[string]string{
+			"boundary":  "agent_home",
+			"store":     "$SLOCK_HOME/agents/$SLOCK_AGENT_ID/integrations/" + agentwire.Service + "/auth.json",
+			"user_home": "forbidden",
+		},
+		Actions: []action{
+			{
+				Name: agentwire.ActionLogin,
+				Description: "Agent CLI bootstrap: send " + agentwire.SchemaLoginRequest + " with a PKCE S256 code_challenge; receive a one-time " +
+					agentwire.SchemaGrant + " valid at most 300 s, bound to your agent, server and app, then exchange it with your code_verifier at POST " +
+					agentwire.ExchangePath + ". Run `collie login --url " + base + "`, which does all of this.",
+				Endpoint: endpoint{"POST", agentwire.LoginActionPath},
+				Parameters: map[string]param{
+					"schema":                {"string", "body", true, "Must be \"" + agentwire.SchemaLoginRequest + "\". Closed input."},
+					"code_challenge":        {"string", "body", true, "Unpadded base64url SHA-256 of your code_verifier (43 characters)."},
+					"code_challenge_method": {"string", "body", true, "Must be \"S256\"."},
+				},
+			},
+			{
+				Name:        agentwire.ActionMigrationHelp,
+				Description: "How to install collie, log in (collie login), recover a lost session, and which collie command does what.",
+				Endpoint:    endpoint{"GET", agentwire.MigrationHelpPath},
+			},
+		},
+	})
+}
+
+// migrationHelp tells an agent how to install, log in and recover, and
+// which CLI command does what (R11). Collie had no actions before these
+// two, so none is deprecated.
+func (a *API) migrationHelp(w http.ResponseWriter, r *http.Request) {
+	base := a.o.Base()
+	type command struct {
+		Task    string `json:"task"`
+		Command string `json:"command"`
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Service    string            `json:"service"`
+		Summary    string            `json:"summary"`
+		Install    []string          `json:"install"`
+		Login      map[string]string `json:"login"`
+		Recovery   []string          `json:"recovery"`
+		Commands   []command         `json:"commands"`
+		Deprecated []string          `json:"deprecated_actions"`
+	}{
+		Service: agentwire.Service,
+		Summary: "collie asks the human who supervises you, on their phone. Use the collie CLI; the only actions are agent-login (which collie login calls) and this one. No older action exists, so none is deprecated.",
+		Install: []string{
+			"Debian and Ubuntu: install the collie .deb (apt install ./collie_VERSION_ARCH.deb); it puts collie on PATH.",
+			"collie --version prints the installed version.",
+		},
+		Login: map[string]string{
+			"agents": fmt.Sprintf("Inside a platform agent run `collie login --url %s` once: it finds the agent environment (SLOCK_CLI_TRANSPORT_DIR, SLOCK_HOME, SLOCK_AGENT_ID), gets a one-time grant through the agent-login action, and keeps its session in $SLOCK_HOME/agents/$SLOCK_AGENT_ID/integrations/collie/auth.json, refreshing it by itself.", base),
+			"humans": "A human pairs a phone or browser with `collie pair` and uses the local control socket; agent login never changes that.",
+		},
+		Recovery: []string{
+			fmt.Sprintf("A session that expired, was revoked or was refused: run `collie login --url %s` again.", base),
+			"`collie whoami` says which session is stored and when it expires, without the network.",
+			"`collie logout` removes the session and revokes it at the bridge.",
+		},
+		Commands: []command{
+			{"log in", "collie login --url " + base},
+			{"show the stored session", "collie whoami"},
+			{"ask the human a yes/no question", `collie ask --yes-no "Deploy 1a2b3c?"`},
+			{"ask the human to choose", `collie ask --choice eu --choice us "Which region?"`},
+			{"ask for a line of text", `collie ask --line "Name of the release branch?"`},
+			{"log out and revoke", "collie logout"},
+		},
+		Deprecated: []string{},
+	})
+}
