@@ -73,6 +73,9 @@ type Env struct {
 	AgentCheck func(ctx context.Context, name string) (string, error)
 	// Push asks the running daemon about its pushes (control.Client).
 	Push func(ctx context.Context) (control.PushStatus, error)
+	// AgentSessions asks the running daemon for the agent platform's
+	// sessions (control.Client).
+	AgentSessions func(ctx context.Context) ([]control.AgentSession, error)
 
 	agents map[string]*agentState // worked out once per run (agent)
 }
@@ -129,6 +132,7 @@ var checks = []check{
 	{"device-listener", checkDeviceListener},
 	{"public_url", checkPublicURL},
 	{"push", checkPush},
+	{"agent-login", checkAgentLogin},
 }
 
 // Names lists the checks, in the order they run.

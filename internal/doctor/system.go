@@ -51,7 +51,7 @@ func FromSystem(getenv func(string) string, version string) *Env {
 	}
 	if e.PathsErr == nil {
 		c := control.NewClient(e.Paths.Control())
-		e.Daemon, e.Push = c, c.PushStatus
+		e.Daemon, e.Push, e.AgentSessions = c, c.PushStatus, c.AgentSessions
 	}
 	e.Dial = dialTCP
 	e.Fetch = fetchHealthz
