@@ -66,7 +66,7 @@ func TestAgentLoginEndToEnd_R13(t *testing.T) {
 	if err := um.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := um.WriteFile(cfg, fmt.Appendf(nil, "[devices]\nlisten = \"127.0.0.1:0\"\n\n[agents]\nplatform_key_file = %q\n", keyFile), 0o600); err != nil {
+	if err := um.WriteFile(cfg, fmt.Appendf(nil, "[devices]\nlisten = \"127.0.0.1:%d\"\n\n[agents]\nplatform_key_file = %q\n", freePort(t), keyFile), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	um.InstallUnit("collie.service", unit(t, "collie.service", bin))
@@ -187,6 +187,38 @@ func TestAgentLoginEndToEnd_R13(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("collie ask did not return after the answer")
+	}
+
+	// The session survives a restart of the bridge (its store is on disk);
+	// the board comes back at the agent's next ask.
+	must(um.Systemctl(ctx, "restart", "collie.service"))
+	go func() {
+		out, code := agent("ask", "--yes-no", "After the restart?")
+		asked <- result{out, code}
+	}()
+	q = struct {
+		ID       string
+		Revision int64
+	}{}
+	waitFor(t, 20*time.Second, "the agent's question after the restart", func() bool {
+		var st device.State
+		dev.call("GET", "/api/v1/state", "", nil, &st)
+		for _, a := range st.Agents {
+			if a.Name == board {
+				if qs := questions(device.State{Agents: []view.Agent{a}}); a.Snapshot != nil && len(qs) == 1 {
+					q = qs[0]
+					return true
+				}
+			}
+		}
+		return false
+	})
+	answer, _ = json.Marshal(map[string]any{"requestId": "tap2", "conversation": "asks", "question": q.ID, "revision": q.Revision, "optionIds": []string{"no"}})
+	if status := dev.call("POST", "/api/v1/agents/"+board+"/answer", string(answer), map[string]string{device.WriteHeader: "1"}, nil); status != 200 {
+		t.Fatalf("the device's answer after the restart: %d", status)
+	}
+	if r := <-asked; r.code != 1 {
+		t.Fatalf("collie ask after the restart, answered no: exit %d, want 1\n%s", r.code, r.out)
 	}
 
 	// The human sees the agent's session, never a token, and revokes it.

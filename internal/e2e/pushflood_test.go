@@ -102,9 +102,6 @@ func (a *floodAgent) ask(t *testing.T, conv string, count int) {
 // (internal/bridge's TestThousandQuestionsInAMinute_D9) holds the same
 // rules over the hour on a fake clock.
 func TestPushFloodOnARunningDaemon_D9(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits a minute of real time for the guard's window")
-	}
 	bin := t.TempDir()
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/collie")
 	cmd.Dir = "../.."
