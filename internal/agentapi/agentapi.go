@@ -123,8 +123,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // decode reads a request body of at most maxBody bytes into v, closed:
-// an unknown or repeated member is refused.
-func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+// an unknown or repeated member is refused, and *schema (v's schema
+// member) must be want.
+func decode(w http.ResponseWriter, r *http.Request, v any, schema *string, want string) bool {
 	data, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	switch {
 	case err != nil:
@@ -136,6 +137,10 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	}
 	if err := jsonstrict.Unmarshal(data, v); err != nil {
 		fail(w, http.StatusBadRequest, agentwire.CodeInvalid, "the request is not the schema's JSON: "+err.Error())
+		return false
+	}
+	if *schema != want {
+		fail(w, http.StatusBadRequest, agentwire.CodeInvalid, "schema must be "+want)
 		return false
 	}
 	return true
@@ -179,13 +184,10 @@ func (a *API) loginAction(w http.ResponseWriter, r *http.Request) {
 		CodeChallenge       string `json:"code_challenge"`
 		CodeChallengeMethod string `json:"code_challenge_method"`
 	}
-	if !decode(w, r, &req) {
+	if !decode(w, r, &req, &req.Schema, agentwire.SchemaLoginRequest) {
 		return
 	}
 	switch {
-	case req.Schema != agentwire.SchemaLoginRequest:
-		fail(w, http.StatusBadRequest, agentwire.CodeInvalid, "schema must be "+agentwire.SchemaLoginRequest)
-		return
 	case req.CodeChallengeMethod != agentwire.MethodS256:
 		fail(w, http.StatusBadRequest, agentwire.CodeInvalid, "code_challenge_method must be S256")
 		return
@@ -217,11 +219,7 @@ func (a *API) exchange(w http.ResponseWriter, r *http.Request) {
 		Grant        string `json:"grant"`
 		CodeVerifier string `json:"code_verifier"`
 	}
-	if !decode(w, r, &req) {
-		return
-	}
-	if req.Schema != agentwire.SchemaExchange {
-		fail(w, http.StatusBadRequest, agentwire.CodeInvalid, "schema must be "+agentwire.SchemaExchange)
+	if !decode(w, r, &req, &req.Schema, agentwire.SchemaExchange) {
 		return
 	}
 	t, err := a.o.Store.Exchange(req.Grant, req.CodeVerifier)
@@ -237,11 +235,7 @@ func (a *API) refresh(w http.ResponseWriter, r *http.Request) {
 		Schema       string `json:"schema"`
 		RefreshToken string `json:"refresh_token"`
 	}
-	if !decode(w, r, &req) {
-		return
-	}
-	if req.Schema != agentwire.SchemaRefresh {
-		fail(w, http.StatusBadRequest, agentwire.CodeInvalid, "schema must be "+agentwire.SchemaRefresh)
+	if !decode(w, r, &req, &req.Schema, agentwire.SchemaRefresh) {
 		return
 	}
 	t, err := a.o.Store.Refresh(req.RefreshToken)
@@ -260,11 +254,7 @@ func (a *API) revoke(w http.ResponseWriter, r *http.Request) {
 		Schema       string `json:"schema"`
 		RefreshToken string `json:"refresh_token"`
 	}
-	if !decode(w, r, &req) {
-		return
-	}
-	if req.Schema != agentwire.SchemaRevoke {
-		fail(w, http.StatusBadRequest, agentwire.CodeInvalid, "schema must be "+agentwire.SchemaRevoke)
+	if !decode(w, r, &req, &req.Schema, agentwire.SchemaRevoke) {
 		return
 	}
 	if _, err := a.o.Store.Revoke(req.RefreshToken, bearer(r)); err != nil {
@@ -313,9 +303,23 @@ func (a *API) whoami(w http.ResponseWriter, r *http.Request) {
 
 // ask puts the agent's question on its own board and answers as a
 // durable agent's /v1/ask does (wire.AskRequest in, wire.AskReply out).
-// Only that route of the board is reached: an agent session can never
-// answer, and never reaches another agent's board.
 func (a *API) ask(w http.ResponseWriter, r *http.Request) {
+	a.onBoard(w, r, http.MethodPost, wire.AskPath, r.Body)
+}
+
+// questions reads the agent's own board: its conversation with its
+// questions and the answers given, as a durable agent's snapshot
+// (wire.Snapshot).
+func (a *API) questions(w http.ResponseWriter, r *http.Request) {
+	a.onBoard(w, r, http.MethodGet, wire.SnapshotPath, nil)
+}
+
+// onBoard serves the request, once its access token is checked, with the
+// route method and path of the agent's own board, and nothing else of
+// the request but its body and If-None-Match: an agent session reaches
+// only these two routes of only its own board, so it never answers and
+// never sees another agent's questions.
+func (a *API) onBoard(w http.ResponseWriter, r *http.Request, method, path string, body io.Reader) {
 	s, ok := a.authed(w, r)
 	if !ok {
 		return
@@ -323,45 +327,24 @@ func (a *API) ask(w http.ResponseWriter, r *http.Request) {
 	name, h, err := a.o.Boards.Board(r.Context(), s.Identity)
 	if err != nil {
 		a.o.Log.Warn("agent session's board unavailable", "agent", s.Identity.Agent, "err", err)
-		fail(w, http.StatusServiceUnavailable, agentwire.CodeTemporarilyUnavailable, "the bridge cannot take questions from this agent now; try again")
+		fail(w, http.StatusServiceUnavailable, agentwire.CodeTemporarilyUnavailable, "the bridge cannot reach this agent's questions now; try again")
 		return
 	}
-	in, err := http.NewRequestWithContext(r.Context(), http.MethodPost, "http://hosted"+wire.AskPath, r.Body)
+	in, err := http.NewRequestWithContext(r.Context(), method, "http://hosted"+path, body)
 	if err != nil {
 		failWith(w, err)
 		return
 	}
-	in.ContentLength = r.ContentLength
-	in.Header.Set("Content-Type", "application/json")
-	in.Header.Set(wire.VersionHeader, strconv.Itoa(wire.Version))
-	in.RequestURI = wire.AskPath
-	a.o.Log.Debug("agent session asks", "agent", s.Identity.Agent, "board", name)
-	h.ServeHTTP(w, in)
-}
-
-// questions reads the agent's own board: its conversation with its
-// questions and the answers given, as a durable agent's snapshot
-// (wire.Snapshot). Only its own board is reachable.
-func (a *API) questions(w http.ResponseWriter, r *http.Request) {
-	s, ok := a.authed(w, r)
-	if !ok {
-		return
+	if body != nil {
+		in.ContentLength = r.ContentLength
+		in.Header.Set("Content-Type", "application/json")
 	}
-	_, h, err := a.o.Boards.Board(r.Context(), s.Identity)
-	if err != nil {
-		fail(w, http.StatusServiceUnavailable, agentwire.CodeTemporarilyUnavailable, "the bridge cannot read this agent's questions now; try again")
-		return
-	}
-	in, err := http.NewRequestWithContext(r.Context(), http.MethodGet, "http://hosted"+wire.SnapshotPath, nil)
-	if err != nil {
-		failWith(w, err)
-		return
-	}
-	in.Header.Set(wire.VersionHeader, strconv.Itoa(wire.Version))
 	if inm := r.Header.Get("If-None-Match"); inm != "" {
 		in.Header.Set("If-None-Match", inm)
 	}
-	in.RequestURI = wire.SnapshotPath
+	in.Header.Set(wire.VersionHeader, strconv.Itoa(wire.Version))
+	in.RequestURI = path
+	a.o.Log.Debug("agent session on its board", "agent", s.Identity.Agent, "board", name, "route", path)
 	h.ServeHTTP(w, in)
 }
 
