@@ -45,7 +45,13 @@ func TestCompletionsKnowEveryCommand_L4(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, w := range words {
-				if !strings.Contains(string(b), strings.TrimPrefix(w, "--")) {
+				// A flag as its name (fish spells it -l NAME); a command or
+				// check as a word of its own, not inside a function's name.
+				re := regexp.MustCompile(`(^|[^A-Za-z0-9_])` + regexp.QuoteMeta(w) + `($|[^A-Za-z0-9_])`)
+				if strings.HasPrefix(w, "--") {
+					re = regexp.MustCompile(regexp.QuoteMeta(strings.TrimPrefix(w, "--")))
+				}
+				if !re.Match(b) {
 					t.Errorf("%s does not offer %q", path, w)
 				}
 			}

@@ -12,7 +12,7 @@ _collie()
     local cur prev words cword
     _init_completion || return
 
-    local checks="binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener public_url push"
+    local checks="binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener public_url push agent-login"
     case $prev in
         --socket | --ca-file)
             _filedir
@@ -32,7 +32,7 @@ _collie()
     esac
 
     if ((cword == 1)); then
-        COMPREPLY=($(compgen -W "daemon demo doctor durable show ask pair devices push audit login logout whoami version help" -- "$cur"))
+        COMPREPLY=($(compgen -W "daemon demo doctor durable show ask pair devices push audit login logout whoami agents version help" -- "$cur"))
         return
     fi
 
@@ -59,6 +59,13 @@ _collie()
             if ((cword == 2)); then
                 COMPREPLY=($(compgen -W "test" -- "$cur"))
             else
+                COMPREPLY=($(compgen -W "--json" -- "$cur"))
+            fi
+            ;;
+        agents)
+            if ((cword == 2)); then
+                COMPREPLY=($(compgen -W "list revoke" -- "$cur"))
+            elif [[ ${words[2]} == list ]]; then
                 COMPREPLY=($(compgen -W "--json" -- "$cur"))
             fi
             ;;

@@ -5,7 +5,7 @@ function __collie_agents
     test -r $f; and sed -n 's/^ *"name": *"\([^"]*\)".*/\1/p' $f
 end
 
-set -l commands daemon demo doctor durable show ask pair devices push audit login logout whoami version help
+set -l commands daemon demo doctor durable show ask pair devices push audit login logout whoami agents version help
 complete -c collie -f
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a daemon -d 'Run the bridge in the foreground'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a demo -d 'Run the bridge with a demo agent'
@@ -20,6 +20,7 @@ complete -c collie -n "not __fish_seen_subcommand_from $commands" -a audit -d 'S
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a login -d 'Log an agent in to the bridge (agent environment)'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a logout -d 'Log an agent out (agent environment)'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a whoami -d 'Say who collie runs as'
+complete -c collie -n "not __fish_seen_subcommand_from $commands" -a agents -d 'List or revoke agent platform sessions'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a version -d 'Print the version'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a help -d 'Print the usage'
 
@@ -50,9 +51,10 @@ complete -c collie -n '__fish_seen_subcommand_from ask' -l hook -x -a claude -d 
 complete -c collie -n '__fish_seen_subcommand_from pair' -l no-qr -d 'Do not draw the QR code'
 complete -c collie -n '__fish_seen_subcommand_from pair' -l local -d 'Show a link only this machine can open'
 complete -c collie -n '__fish_seen_subcommand_from devices; and not __fish_seen_subcommand_from revoke' -a revoke -d 'Cut a device off at once'
+complete -c collie -n '__fish_seen_subcommand_from agents; and not __fish_seen_subcommand_from list revoke' -a 'list revoke' -d 'List the sessions, or revoke one'
 complete -c collie -n '__fish_seen_subcommand_from push; and not __fish_seen_subcommand_from test' -a test -d 'Send one test push through the guard and every provider'
 complete -c collie -n '__fish_seen_subcommand_from doctor' -l check -x -d 'Run only one check' \
-    -a 'binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener public_url push'
+    -a 'binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener public_url push agent-login'
 
 set -l durable_subs attach detach list
 complete -c collie -n "__fish_seen_subcommand_from durable; and not __fish_seen_subcommand_from $durable_subs" -a "$durable_subs"
