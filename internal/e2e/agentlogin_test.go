@@ -66,7 +66,9 @@ func TestAgentLoginEndToEnd_R13(t *testing.T) {
 	if err := um.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := um.WriteFile(cfg, fmt.Appendf(nil, "[devices]\nlisten = \"127.0.0.1:%d\"\n\n[agents]\nplatform_key_file = %q\n", freePort(t), keyFile), 0o600); err != nil {
+	ntfy := newNtfy(t) // the push guard applies to an agent session's questions (D9)
+	if err := um.WriteFile(cfg, fmt.Appendf(nil, "[devices]\nlisten = \"127.0.0.1:%d\"\n\n[agents]\nplatform_key_file = %q\n\n[push]\ndesktop = false\nwebpush = false\n\n[push.ntfy]\nserver = %q\ntopic = \"collie-agent-login\"\n",
+		freePort(t), keyFile, ntfy.srv.URL), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	um.InstallUnit("collie.service", unit(t, "collie.service", bin))
@@ -187,6 +189,12 @@ func TestAgentLoginEndToEnd_R13(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("collie ask did not return after the answer")
+	}
+
+	// The question was pushed, naming the agent, as any agent's is.
+	waitFor(t, 10*time.Second, "the push of the agent's question", func() bool { return len(ntfy.titles()) == 1 })
+	if got := ntfy.titles()[0]; !strings.HasPrefix(got, "Agent-7: ") {
+		t.Fatalf("the push's title %q does not name the agent", got)
 	}
 
 	// The session survives a restart of the bridge (its store is on disk);
