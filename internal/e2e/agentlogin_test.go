@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -229,10 +230,49 @@ func TestAgentLoginEndToEnd_R13(t *testing.T) {
 		t.Fatalf("collie ask after the restart, answered no: exit %d, want 1\n%s", r.code, r.out)
 	}
 
+	// R13: 20 collie processes at once, with the access token about to
+	// expire, refresh it exactly once. Were a second process to refresh
+	// with the rotated-away token, the bridge would see reuse and revoke
+	// the whole chain, and the asks would fail closed.
+	before, _ := agentsession.Read(admission.Env, "collie")
+	expiring := before.Session
+	expiring.AccessExpiresAt = time.Now().Add(30 * time.Second).UTC().Format(time.RFC3339) // within the 60 s of early refresh
+	if _, err := agentsession.Write(admission.Env, "collie", expiring, before.APIBase, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	codes, outs := make([]int, 20), make([]string, 20)
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.CommandContext(ctx, filepath.Join(bin, "collie"), "ask", "--yes-no", "--timeout", "1s", fmt.Sprintf("Concurrent %d?", i))
+			cmd.Env = agentEnv
+			out, err := cmd.CombinedOutput()
+			outs[i], codes[i] = string(out), cmd.ProcessState.ExitCode()
+			if err != nil && cmd.ProcessState == nil {
+				outs[i] = err.Error()
+			}
+		}()
+	}
+	wg.Wait()
+	outputs = append(outputs, outs...)
+	for i, code := range codes {
+		if code != 3 {
+			t.Fatalf("concurrent ask %d: exit %d, want 3 (timed out, denied by default)\n%s", i, code, outs[i])
+		}
+	}
+	after, _ := agentsession.Read(admission.Env, "collie")
+	if after.RefreshToken == before.RefreshToken || after.AccessToken == before.AccessToken {
+		t.Fatal("the 20 processes did not refresh the expiring session")
+	}
+	secrets = append(secrets, after.AccessToken, after.RefreshToken)
+
 	// The human sees the agent's session, never a token, and revokes it.
 	var sessions []control.AgentSession
 	listed := human("agents", "list", "--json")
-	if err := json.Unmarshal([]byte(listed), &sessions); err != nil || len(sessions) != 1 || sessions[0].Agent != "Agent-7" || sessions[0].Server != "srv-1" || sessions[0].Board != board {
+	if err := json.Unmarshal([]byte(listed), &sessions); err != nil || len(sessions) != 1 || sessions[0].Agent != "Agent-7" || sessions[0].Server != "srv-1" || sessions[0].Board != board ||
+		sessions[0].Refreshed.IsZero() || !sessions[0].Revoked.IsZero() {
 		t.Fatalf("collie agents list: %v %s", err, listed)
 	}
 	outputs = append(outputs, listed, human("agents", "list"))
