@@ -91,8 +91,13 @@ func (b *Bridge) RevokeAgentSession(id string) (int, error) {
 	if b.sessions == nil {
 		return 0, errAgentsOff
 	}
-	id = strings.TrimSpace(id)
-	return b.sessions.RevokeAgent(id)
+	n, err := b.sessions.RevokeAgent(strings.TrimSpace(id))
+	var e *agentauth.Error
+	if errors.As(err, &e) && e.Message != "" {
+		// The service's sentence, as the command line writes its errors.
+		return n, errors.New(strings.ToLower(e.Message[:1]) + e.Message[1:])
+	}
+	return n, err
 }
 
 var errAgentsOff = errors.New("agent sessions are off: the device API does not listen, or the store could not be opened (see collie doctor and the journal)")
