@@ -63,6 +63,12 @@ func TestAgentSurface_D6(t *testing.T) {
 				t.Errorf("%s %s from a page (%v): %d, want 403", r.Method, r.Path, hdr, got)
 			}
 		}
+		// Node's fetch (a platform's daemon may be written in it) sends
+		// Sec-Fetch-Mode but neither Origin nor Sec-Fetch-Site: a program.
+		before = calls.Load()
+		if got := do(r.Method, r.Path, "", map[string]string{"Sec-Fetch-Mode": "cors", "User-Agent": "node"}); got != http.StatusTeapot || calls.Load() != before+1 {
+			t.Errorf("%s %s from Node's fetch: %d, want the service's answer", r.Method, r.Path, got)
+		}
 		if got := do(r.Method, r.Path, "rebind.invalid", nil); got != http.StatusMisdirectedRequest {
 			t.Errorf("%s %s for another host: %d, want 421", r.Method, r.Path, got)
 		}
