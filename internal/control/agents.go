@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
-
-	"github.com/collie-linux/collie/internal/jsonstrict"
-	"github.com/collie-linux/collie/internal/wire"
 )
 
 // AgentSession is an agent platform's agent session as `collie agents
@@ -50,21 +47,12 @@ func serveAgents(mux *http.ServeMux, b Backend) {
 		reply(w, s, err)
 	})
 	mux.HandleFunc("POST "+agentRevokePath, func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			ID string `json:"id"`
+		if id, ok := readID(w, r); ok {
+			n, err := ab.RevokeAgentSession(id)
+			reply(w, struct {
+				Revoked int `json:"revoked"`
+			}{n}, err)
 		}
-		data, err := wire.ReadCapped(r.Body, r.ContentLength, 4096)
-		if err == nil {
-			err = jsonstrict.Unmarshal(data, &req)
-		}
-		if err != nil {
-			writeJSON(w, http.StatusBadRequest, apiError{Error: "the request is not the JSON this route takes: " + err.Error()})
-			return
-		}
-		n, err := ab.RevokeAgentSession(req.ID)
-		reply(w, struct {
-			Revoked int `json:"revoked"`
-		}{n}, err)
 	})
 }
 

@@ -118,18 +118,9 @@ func Serve(ctx context.Context, l net.Listener, b Backend, log *slog.Logger) err
 		reply(w, d, err)
 	})
 	mux.HandleFunc("POST "+revokePath, func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			ID string `json:"id"`
+		if id, ok := readID(w, r); ok {
+			reply(w, struct{}{}, b.Revoke(id))
 		}
-		data, err := wire.ReadCapped(r.Body, r.ContentLength, 4096)
-		if err == nil {
-			err = jsonstrict.Unmarshal(data, &req)
-		}
-		if err != nil {
-			writeJSON(w, http.StatusBadRequest, apiError{Error: "the request is not the JSON this route takes: " + err.Error()})
-			return
-		}
-		reply(w, struct{}{}, b.Revoke(req.ID))
 	})
 	servePush(mux, b)
 	serveAgents(mux, b)
@@ -144,6 +135,22 @@ func Serve(ctx context.Context, l net.Listener, b Backend, log *slog.Logger) err
 		return fmt.Errorf("control socket: %w", err)
 	}
 	return nil
+}
+
+// readID reads a revoke's body, {"id": ID}, or answers why it cannot.
+func readID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	var req struct {
+		ID string `json:"id"`
+	}
+	data, err := wire.ReadCapped(r.Body, r.ContentLength, 4096)
+	if err == nil {
+		err = jsonstrict.Unmarshal(data, &req)
+	}
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, apiError{Error: "the request is not the JSON this route takes: " + err.Error()})
+		return "", false
+	}
+	return req.ID, true
 }
 
 func reply(w http.ResponseWriter, v any, err error) {

@@ -76,17 +76,8 @@ func TestAgentLoginEndToEnd_R13(t *testing.T) {
 	must(um.Systemctl(ctx, "start", "collie.service"))
 
 	// A paired device, as the human has.
-	var p control.Pairing
-	if err := json.Unmarshal([]byte(human("pair", "--local", "--json")), &p); err != nil {
-		t.Fatal(err)
-	}
-	base, secret, _ := strings.Cut(p.URL, "/#pair=")
-	dev := &client{t: t, base: base}
-	var paired device.PairReply
-	if status := dev.call("POST", "/api/v1/pair", `{"secret":"`+secret+`","name":"phone"}`, map[string]string{device.WriteHeader: "1"}, &paired); status != 200 {
-		t.Fatalf("pair: %d", status)
-	}
-	dev.cred = paired.Credential
+	dev, _ := pairDevice(t, human("pair", "--local", "--json"), "phone")
+	base := dev.base
 
 	// The agent's environment: its home and the platform's transport
 	// folder with the raft double. Nothing of the human's HOME or XDG.

@@ -50,17 +50,8 @@ func TestDeviceAnswerEndToEnd(t *testing.T) {
 	collie("durable", "attach", "demo", "--socket", um.RuntimeDir+"/desk/demo.sock")
 	must(um.Systemctl(ctx, "start", "collie.service"))
 
-	var p control.Pairing
-	if err := json.Unmarshal([]byte(collie("pair", "--local", "--json")), &p); err != nil {
-		t.Fatal(err)
-	}
-	base, secret, _ := strings.Cut(p.URL, "/#pair=")
-	dev := &client{t: t, base: base}
-	var paired device.PairReply
-	if status := dev.call("POST", "/api/v1/pair", `{"secret":"`+secret+`","name":"e2e phone"}`, map[string]string{device.WriteHeader: "1"}, &paired); status != 200 || paired.Code != p.Code {
-		t.Fatalf("pair: %d %+v (collie pair showed %s)", status, paired, p.Code)
-	}
-	dev.cred = paired.Credential
+	dev, paired := pairDevice(t, collie("pair", "--local", "--json"), "e2e phone")
+	base := dev.base
 
 	// The question arrives through the bridge.
 	var st device.State
@@ -160,6 +151,24 @@ func TestDeviceAnswerEndToEnd(t *testing.T) {
 		t.Fatal("a credential is in the audit log")
 	}
 	collie("audit", "verify")
+}
+
+// pairDevice redeems the offer `collie pair --local --json` printed
+// (pairJSON) as a device called name would, and returns that device.
+func pairDevice(t *testing.T, pairJSON, name string) (*client, device.PairReply) {
+	t.Helper()
+	var p control.Pairing
+	if err := json.Unmarshal([]byte(pairJSON), &p); err != nil {
+		t.Fatal(err)
+	}
+	base, secret, _ := strings.Cut(p.URL, "/#pair=")
+	dev := &client{t: t, base: base}
+	var paired device.PairReply
+	if status := dev.call("POST", "/api/v1/pair", `{"secret":"`+secret+`","name":"`+name+`"}`, map[string]string{device.WriteHeader: "1"}, &paired); status != 200 || paired.Code != p.Code {
+		t.Fatalf("pair: %d %+v (collie pair showed %s)", status, paired, p.Code)
+	}
+	dev.cred = paired.Credential
+	return dev, paired
 }
 
 func questions(st device.State) (out []struct {

@@ -198,17 +198,7 @@ func TestPushFloodOnARunningDaemon_D9(t *testing.T) {
 		}
 		return string(out)
 	}
-	var p control.Pairing
-	if err := json.Unmarshal([]byte(collie("pair", "--local", "--json")), &p); err != nil {
-		t.Fatal(err)
-	}
-	base, secret, _ := strings.Cut(p.URL, "/#pair=")
-	dev := &client{t: t, base: base}
-	var paired device.PairReply
-	if status := dev.call("POST", "/api/v1/pair", `{"secret":"`+secret+`","name":"phone"}`, map[string]string{device.WriteHeader: "1"}, &paired); status != 200 {
-		t.Fatalf("pair: %d", status)
-	}
-	dev.cred = paired.Credential
+	dev, _ := pairDevice(t, collie("pair", "--local", "--json"), "phone")
 	cards := func() int {
 		var st device.State
 		dev.call("GET", "/api/v1/state", "", nil, &st)
@@ -266,6 +256,7 @@ func TestPushFloodOnARunningDaemon_D9(t *testing.T) {
 	stopDaemon()
 	stopDaemon = start()
 	defer stopDaemon()
+	var p control.Pairing
 	if err := json.Unmarshal([]byte(collie("pair", "--local", "--json")), &p); err != nil {
 		t.Fatal(err)
 	}
