@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -44,9 +43,6 @@ const (
 	clockSkew        = 30 * time.Second
 	maxSeen          = 10000
 )
-
-// idPattern is the rule of the platform's ids (SLOCK_AGENT_ID's).
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // Claims are an assertion's claims.
 type Claims struct {
@@ -143,7 +139,7 @@ func (p *Platform) Verify(assertion string) (Claims, error) {
 
 func (c Claims) check(now time.Time) error {
 	for _, f := range []struct{ name, v string }{{"iss", c.Iss}, {"sub", c.Sub}, {"app", c.App}} {
-		if !idPattern.MatchString(f.v) {
+		if !agentwire.ValidID(f.v) {
 			return fmt.Errorf("the platform's assertion claim %s is not an id (1 to 128 of A-Z, a-z, 0-9, '.', '_', '-')", f.name)
 		}
 	}

@@ -185,7 +185,7 @@ func (s *Store) RevokeAgent(id string) (int, error) {
 // quoteID shows what the human typed, unless it could be a credential
 // (one of Collie's token prefixes) or is not an id at all.
 func quoteID(id string) string {
-	if !validID(id) || strings.HasPrefix(id, "collie_") {
+	if !agentwire.ValidID(id) || strings.HasPrefix(id, "collie_") {
 		return "the given ID"
 	}
 	return `"` + id + `"`

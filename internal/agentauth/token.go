@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"github.com/collie-linux/collie/internal/agentwire"
 )
 
 // Token prefixes, so a secret scanner can tell Collie's credentials.
@@ -64,29 +66,12 @@ func newChainID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// validID reports whether s follows SLOCK_AGENT_ID's rule,
-// ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$, which every part of an Identity
-// follows.
-func validID(s string) bool {
-	if len(s) < 1 || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		alnum := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
-		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
-			return false
-		}
-	}
-	return true
-}
-
 // Validate reports whether every part of id follows the rule
 // ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$ (SLOCK_AGENT_ID's). The error names
 // the part, never its value.
 func (id Identity) Validate() error {
 	for _, p := range []struct{ name, v string }{{"agent", id.Agent}, {"server", id.Server}, {"app", id.App}} {
-		if !validID(p.v) {
+		if !agentwire.ValidID(p.v) {
 			return fmt.Errorf("the identity's %s id is not 1 to 128 of A-Z, a-z, 0-9, '.', '_', '-' starting with a letter or digit", p.name)
 		}
 	}

@@ -47,8 +47,9 @@ package agentsession
 import (
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
+
+	"github.com/collie-linux/collie/internal/agentwire"
 )
 
 // The three markers of an agent environment, as the platform's daemon sets
@@ -68,9 +69,6 @@ const (
 	// ReasonRelative is Collie's own (the package admits a relative path).
 	ReasonRelative = "agent paths must be absolute"
 )
-
-// agentIDRe is the package's AGENT_ID_RE.
-var agentIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // Kind is what Admit found.
 type Kind int
@@ -128,7 +126,7 @@ func Admit(getenv func(string) string) Admission {
 	if len(missing) > 0 {
 		return failed(ReasonIncomplete + ": " + strings.Join(missing, ", ") + " not set")
 	}
-	if !agentIDRe.MatchString(id) {
+	if !agentwire.ValidID(id) {
 		return failed(ReasonBadID)
 	}
 	for _, m := range [][2]string{{MarkerTransportDir, dir}, {MarkerHome, home}} {

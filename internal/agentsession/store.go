@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"runtime"
 	"time"
+
+	"github.com/collie-linux/collie/internal/agentwire"
 )
 
 // Schema is the session record's schema, and TokenType its only token type.
@@ -129,7 +131,7 @@ func Path(e Env, service string) (string, error) {
 	if !serviceRe.MatchString(service) {
 		return "", errors.New("invalid service slug")
 	}
-	if !agentIDRe.MatchString(e.AgentID) {
+	if !agentwire.ValidID(e.AgentID) {
 		return "", errors.New("invalid agent id")
 	}
 	if !filepath.IsAbs(e.Home) {

@@ -78,6 +78,23 @@ func Challenge(verifier string) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
+// ValidID reports whether s is a platform id: an agent's
+// (SLOCK_AGENT_ID's rule, the session store's AGENT_ID_RE), a server's or
+// an app installation's, ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$.
+func ValidID(s string) bool {
+	if len(s) < 1 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // ValidVerifier reports whether v is an RFC 7636 code verifier: 43 to 128
 // of [A-Za-z0-9-._~]. The service checks it before hashing, so a short
 // or illegal verifier is never exchanged.

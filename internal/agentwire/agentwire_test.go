@@ -46,6 +46,19 @@ func TestProof_R5(t *testing.T) {
 			t.Errorf("ValidChallenge(%q) = %v", c.c, !c.ok)
 		}
 	}
+	ids := []struct {
+		id string
+		ok bool
+	}{
+		{"agent-7", true}, {"A", true}, {"a.b_c-d", true}, {strings.Repeat("a", 128), true},
+		{"", false}, {".x", false}, {"-x", false}, {"_x", false}, {"../x", false}, {"a/b", false},
+		{strings.Repeat("a", 129), false}, {"a b", false}, {"é", false},
+	}
+	for _, c := range ids {
+		if ValidID(c.id) != c.ok {
+			t.Errorf("ValidID(%q) = %v", c.id, !c.ok)
+		}
+	}
 	for _, c := range []string{CodeInvalid, CodeExpired, CodeConsumed, CodeBindingMismatch, CodeGrantProofMismatch, CodeTemporarilyUnavailable} {
 		if !KnownCode(c) {
 			t.Errorf("%s is not in the closed set", c)
