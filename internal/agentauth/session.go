@@ -174,10 +174,10 @@ func (s *Store) RevokeAgent(id string) (int, error) {
 		n++
 	}
 	if n == 0 {
-		return 0, refuse(agentwire.CodeInvalid, fmt.Sprintf("No live agent session matches %s; list them with: collie agents list", quoteID(id)))
+		return 0, refuse(agentwire.CodeInvalid, fmt.Sprintf("no live agent session matches %s; list them with: collie agents list", quoteID(id)))
 	}
 	if err := s.save(next, now, true); err != nil {
-		return n, refuse(agentwire.CodeTemporarilyUnavailable, fmt.Sprintf("Revoked %d agent session(s) until the bridge restarts, but could not save that; look at the bridge's log (journalctl --user -u collie) and run the command again.", n))
+		return n, refuse(agentwire.CodeTemporarilyUnavailable, fmt.Sprintf("revoked %d agent session(s) until the bridge restarts, but could not save that; look at the bridge's log (journalctl --user -u collie) and run the command again", n))
 	}
 	return n, nil
 }

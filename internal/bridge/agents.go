@@ -91,13 +91,7 @@ func (b *Bridge) RevokeAgentSession(id string) (int, error) {
 	if b.sessions == nil {
 		return 0, errAgentsOff
 	}
-	n, err := b.sessions.RevokeAgent(strings.TrimSpace(id))
-	var e *agentauth.Error
-	if errors.As(err, &e) && e.Message != "" {
-		// The service's sentence, as the command line writes its errors.
-		return n, errors.New(strings.ToLower(e.Message[:1]) + e.Message[1:])
-	}
-	return n, err
+	return b.sessions.RevokeAgent(strings.TrimSpace(id))
 }
 
 var errAgentsOff = errors.New("agent sessions are off: the device API does not listen, or the store could not be opened (see collie doctor and the journal)")
