@@ -51,9 +51,8 @@ type Host struct {
 }
 
 type hosted struct {
-	srv   *durable.Server
 	board *board.Board
-	h     http.Handler
+	h     http.Handler // the agent's routes (durable.Server.Hosted)
 }
 
 // New returns a host that attaches each new board with attach.
@@ -127,7 +126,7 @@ func newBoard(id agentauth.Identity, log *slog.Logger) (*hosted, error) {
 	if err != nil {
 		return nil, fmt.Errorf("make the board of agent %s: %w", id.Agent, err)
 	}
-	return &hosted{srv: srv, board: bd, h: srv.Hosted()}, nil
+	return &hosted{board: bd, h: srv.Hosted()}, nil
 }
 
 // Close stops every board's background work.
