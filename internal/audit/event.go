@@ -389,10 +389,15 @@ func (PaneClose) requestID() string   { return "" }
 // EventOf is the event of the write called name (a name of the registry,
 // wire.Writes) with request req, which is nil when the write was refused
 // before its body could be read: the event then records what is known,
-// which write it was. A name that is not in the registry, or a request
+// which write it was. A write of a device's own settings (push.subscribe,
+// push.unsubscribe) has no request: req is nil, and the event keeps what
+// a refusal knows. A name that is not in the registry, or a request
 // that is not of its write's type, is an error: nothing is recorded as
 // another write.
 func EventOf(name string, req wire.Request, r Result) (Event, error) {
+	if mk, ok := deviceEvents[name]; ok && req == nil {
+		return mk(r), nil
+	}
 	w, err := wire.WriteNamed(name)
 	if err != nil {
 		return nil, err

@@ -69,11 +69,15 @@ var schemas = map[string]schema{
 	EventPaneClose:     {fields: []fieldSpec{{"conversation", kString}}, order: []string{"conversation"}},
 	EventPaneRename:    {fields: []fieldSpec{{"conversation", kString}, {"name", kString}}, order: []string{"conversation", "name"}},
 	EventTabRename:     {fields: []fieldSpec{{"tab", kString}, {"name", kString}}, order: []string{"tab", "name"}},
+	// A device's own settings (device.go).
+	EventPushSubscribe:   {fields: []fieldSpec{{"service", kString}}, order: []string{"service"}},
+	EventPushUnsubscribe: {},
 }
 
 // Events lists every event name, in A3's order.
 var Events = []string{EventAnswer, EventSend, EventAbort, EventAction, EventStarterStart,
-	EventDurableReopen, EventSpaceRename, EventPaneClose, EventPaneRename, EventTabRename}
+	EventDurableReopen, EventSpaceRename, EventPaneClose, EventPaneRename, EventTabRename,
+	EventPushSubscribe, EventPushUnsubscribe}
 
 // tailOrder is the order of the fields after an event's own.
 var tailOrder = []string{"result", "reason", "intent"}

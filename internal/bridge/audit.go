@@ -83,3 +83,12 @@ func (a Auditor) Refused(r device.Refusal) {
 func (a Auditor) Receipts(device string, since time.Time) ([]audit.Receipt, error) {
 	return a.Log.Receipts(device, since)
 }
+
+// Setting implements device.Recorder: a write of a device's own settings
+// (turning notifications on or off), carried out or failed. Its line names
+// the device and no session: it reached no durable agent.
+func (a Auditor) Setting(d device.Device, ev audit.Event) {
+	if _, err := a.Log.Record(audit.Who{Device: d.ID}, ev); err != nil {
+		a.Logger.Error("could not write a device's change of its settings to the audit log; the change itself went ahead", "err", err, "device", d.ID, "event", ev.Name())
+	}
+}

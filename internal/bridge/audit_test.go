@@ -99,6 +99,11 @@ func TestAuditorRefused(t *testing.T) {
 			[]string{`"device":"d-revoked"`, `"event":"answer"`}},
 		{device.Refusal{Device: device.NoDevice, Agent: "demo", Write: "send", Req: send, Code: "cross-site", Reason: "a write needs the header", Count: 37},
 			[]string{`"device":""`, `"requestId":"r1"`, `"count":37`, `"reason":"cross-site: a write needs the header"`}},
+		// A device's own settings (A1): turning notifications on or off.
+		{device.Refusal{Device: "d-1", Write: "push.subscribe", Code: "bad-subscription", Reason: "its endpoint is not https", Count: 1},
+			[]string{`"session":""`, `"device":"d-1"`, `"event":"push.subscribe"`, `"service":""`, `"result":"refused"`}},
+		{device.Refusal{Device: "d-1", Write: "push.unsubscribe", Code: "cross-site", Reason: "a write needs the header", Count: 3},
+			[]string{`"event":"push.unsubscribe"`, `"count":3`}},
 	}
 	for _, r := range refusals {
 		a.Refused(r.r)
@@ -118,12 +123,50 @@ func TestAuditorRefused(t *testing.T) {
 				t.Errorf("line %d lacks %s: %s", i+1, w, lines[i])
 			}
 		}
-		if i < 2 && strings.Contains(lines[i], `"count"`) {
+		if (i < 2 || i == 3) && strings.Contains(lines[i], `"count"`) {
 			t.Errorf("a single refusal carries a count: %s", lines[i])
 		}
 	}
 	rep, err := audit.Verify(dir)
 	if err != nil || !rep.Intact() || rep.Records != len(refusals) {
+		t.Fatalf("verify: %+v %v", rep, err)
+	}
+}
+
+// TestAuditorSetting_A1: a device turning notifications on or off is a
+// line of the audit log, with the push service's origin and never the
+// subscription's endpoint, and the chain verifies (A1).
+func TestAuditorSetting_A1(t *testing.T) {
+	dir := t.TempDir()
+	log, _, err := audit.Open(audit.Options{Dir: dir, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := Auditor{Log: log, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	d := device.Device{ID: "d-1"}
+	a.Setting(d, audit.PushSubscribe{Service: "https://push.example", Result: audit.OK})
+	a.Setting(d, audit.PushUnsubscribe{Result: audit.Failed("store-failed: disk full")})
+	log.Close()
+	data, err := os.ReadFile(filepath.Join(dir, "audit.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	want := [][]string{
+		{`"device":"d-1"`, `"event":"push.subscribe"`, `"service":"https://push.example"`},
+		{`"event":"push.unsubscribe"`, `"result":"failed"`, `"reason":"store-failed: disk full"`},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), data)
+	}
+	for i, ws := range want {
+		for _, w := range ws {
+			if !strings.Contains(lines[i], w) {
+				t.Errorf("line %d lacks %s: %s", i+1, w, lines[i])
+			}
+		}
+	}
+	if rep, err := audit.Verify(dir); err != nil || !rep.Intact() || rep.Records != 2 {
 		t.Fatalf("verify: %+v %v", rep, err)
 	}
 }

@@ -46,6 +46,10 @@ type Recorder interface {
 	Refused(r Refusal)
 	// Receipts lists a device's receipts since a time (A6).
 	Receipts(device string, since time.Time) ([]audit.Receipt, error)
+	// Setting records a write of the device's own settings (turning
+	// notifications on or off) that the bridge carried out or failed;
+	// Refused records it refused.
+	Setting(dev Device, ev audit.Event)
 }
 
 // Outcome ends a write that Recorder.Begin noted.
@@ -125,7 +129,7 @@ func (a *API) Close() { a.refusals.close() }
 // anything else (a pairing attempt, a request for another host) to the
 // journal. Either way the count says how many it stands for.
 func (a *API) record(r refusal) {
-	if _, err := wire.WriteNamed(r.Write); err == nil && a.o.Audit != nil {
+	if audit.Audited(r.Write) && a.o.Audit != nil {
 		a.o.Audit.Refused(r.Refusal)
 		return
 	}

@@ -99,6 +99,19 @@ func (a *auditLog) Refused(r Refusal) {
 	a.lines = append(a.lines, r.Device+" "+r.Agent+" "+r.Write+" refused "+r.Code+": "+r.Reason+" count="+itoa(r.Count))
 }
 
+func (a *auditLog) Setting(d Device, ev audit.Event) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var r audit.Result
+	switch e := ev.(type) {
+	case audit.PushSubscribe:
+		r = e.Result
+	case audit.PushUnsubscribe:
+		r = e.Result
+	}
+	a.lines = append(a.lines, d.ID+"  "+ev.Name()+" "+r.String())
+}
+
 func (a *auditLog) count() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()

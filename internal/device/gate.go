@@ -57,7 +57,8 @@ type router struct {
 type route struct {
 	pattern string
 	gated   bool
-	agent   bool // the agent surface's: its own credentials, never a page's
+	agent   bool   // the agent surface's: its own credentials, never a page's
+	write   string // a gated route's write, as refusals and the audit log name it
 }
 
 func newRouter(a *API) *router {
@@ -103,7 +104,7 @@ func (rt *router) write(pattern string, spec gateSpec, h gatedFunc) {
 		panic("device: a write route is POST or DELETE, not " + pattern)
 	}
 	rt.mux.Handle(pattern, rt.a.gate(spec, h))
-	rt.routes = append(rt.routes, route{pattern: pattern, gated: true})
+	rt.routes = append(rt.routes, route{pattern: pattern, gated: true, write: spec.write})
 	rt.gated[pattern] = true
 }
 

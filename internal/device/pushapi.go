@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/collie-linux/collie/internal/audit"
 	"github.com/collie-linux/collie/internal/push/webpush"
 	"github.com/collie-linux/collie/internal/wire"
 )
@@ -26,16 +27,30 @@ type PushSubscribed struct {
 	Subscribed bool `json:"subscribed"`
 }
 
-func (a *API) pushOff(w http.ResponseWriter) bool {
+// pushOff answers a route of Web Push when it is off; a write's refusal
+// (c not nil) goes to the audit log like any other.
+func (a *API) pushOff(w http.ResponseWriter, c *call) bool {
 	if a.o.WebPushKey != "" {
 		return false
 	}
-	apiErrorHint(w, http.StatusNotFound, "push-off", "Web Push is not turned on for this bridge", "ask whoever runs Collie to turn on webpush in [push] of config.toml")
+	const msg = "Web Push is not turned on for this bridge"
+	if c != nil {
+		a.refusals.add(refusal{source: c.source, Refusal: Refusal{Device: c.dev.ID, Write: c.write, Code: "push-off", Reason: msg}})
+	}
+	apiErrorHint(w, http.StatusNotFound, "push-off", msg, "ask whoever runs Collie to turn on webpush in [push] of config.toml")
 	return true
 }
 
+// setting records a write of the device's own settings that was carried
+// out or failed (A1); refusals go through c.refuse.
+func (a *API) setting(d Device, ev audit.Event) {
+	if a.o.Audit != nil {
+		a.o.Audit.Setting(d, ev)
+	}
+}
+
 func (a *API) pushRead(w http.ResponseWriter, r *http.Request) {
-	if a.pushOff(w) {
+	if a.pushOff(w, nil) {
 		return
 	}
 	sub, _ := a.o.Store.PushSubscription(deviceOf(r.Context()).ID)
@@ -45,7 +60,7 @@ func (a *API) pushRead(w http.ResponseWriter, r *http.Request) {
 // pushSubscribe stores the device's subscription, decoded strictly
 // (webpush.DecodeSubscription), in place of the one it had.
 func (a *API) pushSubscribe(w http.ResponseWriter, r *http.Request, c *call) {
-	if a.pushOff(w) {
+	if a.pushOff(w, c) {
 		return
 	}
 	data, err := wire.ReadCapped(r.Body, r.ContentLength, webpush.MaxSubscriptionJSON)
@@ -65,10 +80,12 @@ func (a *API) pushSubscribe(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	case err != nil:
 		a.o.Log.Error("could not store a device's push subscription", "device", c.dev.ID, "err", err)
+		a.setting(c.dev, audit.PushSubscribe{Service: sub.Origin(), Result: audit.Failed("store-failed: " + err.Error())})
 		apiError(w, http.StatusInternalServerError, "store-failed", "the bridge could not save the subscription; see journalctl --user -u collie")
 		return
 	}
-	a.o.Log.Info("a device turned on notifications", "device", c.dev.ID, "service", sub.Origin())
+	a.o.Log.Info("device "+c.dev.ID+" turned on notifications through "+sub.Origin(), "device", c.dev.ID, "service", sub.Origin())
+	a.setting(c.dev, audit.PushSubscribe{Service: sub.Origin(), Result: audit.OK})
 	writeJSON(w, http.StatusOK, PushSubscribed{Subscribed: true})
 }
 
@@ -77,11 +94,13 @@ func (a *API) pushUnsubscribe(w http.ResponseWriter, r *http.Request, c *call) {
 	had, err := a.o.Store.RemovePushSubscription(c.dev.ID)
 	if err != nil {
 		a.o.Log.Error("could not remove a device's push subscription", "device", c.dev.ID, "err", err)
+		a.setting(c.dev, audit.PushUnsubscribe{Result: audit.Failed("store-failed: " + err.Error())})
 		apiError(w, http.StatusInternalServerError, "store-failed", "the bridge could not save the change; see journalctl --user -u collie")
 		return
 	}
 	if had {
-		a.o.Log.Info("a device turned off notifications", "device", c.dev.ID)
+		a.o.Log.Info("device "+c.dev.ID+" turned off notifications", "device", c.dev.ID)
 	}
+	a.setting(c.dev, audit.PushUnsubscribe{Result: audit.OK})
 	writeJSON(w, http.StatusOK, PushSubscribed{Subscribed: false})
 }
