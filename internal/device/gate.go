@@ -2,7 +2,10 @@ package device
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -78,8 +81,8 @@ func (rt *router) agentRoute(pattern string, h http.Handler) {
 			apiError(w, http.StatusForbidden, "cross-site", "the agent surface answers programs, never a web page")
 			return
 		}
-		if !rt.a.srcAgent.allow(sourceOf(r)) {
-			apiError(w, http.StatusTooManyRequests, "rate-limited", "too many requests from this address; wait a moment")
+		if ok, wait := rt.a.srcAgent.take(sourceOf(r)); !ok {
+			apiError(w, http.StatusTooManyRequests, "rate-limited", rt.a.srcAgent.refusal(w, "requests from this address", wait))
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -197,8 +200,8 @@ func (a *API) gate(spec gateSpec, next gatedFunc) http.Handler {
 			c.refuseAs(w, device, http.StatusForbidden, "cross-site", "a write needs the "+WriteHeader+": 1 header from this bridge's own page", nil)
 			return
 		}
-		if !spec.source.allow(c.source) {
-			c.refuseAs(w, device, http.StatusTooManyRequests, "rate-limited", "too many requests from this address; wait a minute and try again", nil)
+		if ok, wait := spec.source.take(c.source); !ok {
+			c.refuseAs(w, device, http.StatusTooManyRequests, "rate-limited", spec.source.refusal(w, "requests from this address", wait), nil)
 			return
 		}
 		if spec.paired {
@@ -209,8 +212,8 @@ func (a *API) gate(spec gateSpec, next gatedFunc) http.Handler {
 			}
 			defer leave()
 			c.dev = d
-			if !a.writes.allow(d.ID) {
-				c.refuse(w, http.StatusTooManyRequests, "rate-limited", "too many writes from this device; wait a few seconds", nil)
+			if ok, wait := a.writes.take(d.ID); !ok {
+				c.refuse(w, http.StatusTooManyRequests, "rate-limited", a.writes.refusal(w, "writes from this device", wait), nil)
 				return
 			}
 			r = r.WithContext(context.WithValue(ctx, ctxKey{}, d))
@@ -243,7 +246,9 @@ func newLimiter(rate, burst float64, now func() time.Time) *limiter {
 	return &limiter{rate: rate, burst: burst, now: now, buckets: map[string]*bucket{}}
 }
 
-func (l *limiter) allow(key string) bool {
+// take takes a token for key; without one, wait is how long until the
+// next one is there.
+func (l *limiter) take(key string) (ok bool, wait time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
@@ -258,10 +263,36 @@ func (l *limiter) allow(key string) bool {
 	b.tokens = min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
 	b.last = now
 	if b.tokens < 1 {
-		return false
+		return false, time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
 	}
 	b.tokens--
-	return true
+	return true, 0
+}
+
+// refusal is the sentence of a 429 for what ("writes from this device"):
+// the limit as it is (a burst, then a steady rate) and when the next
+// request is let through, which it also sets as Retry-After (whole
+// seconds, rounded up).
+func (l *limiter) refusal(w http.ResponseWriter, what string, wait time.Duration) string {
+	secs := max(1, int(math.Ceil(wait.Seconds())))
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	when := "in 1 second"
+	if secs > 1 {
+		when = fmt.Sprintf("in %d seconds", secs)
+	}
+	return fmt.Sprintf("too many %s: %s; try again %s", what, l.describe(), when)
+}
+
+// describe says the limit in words: "40 at once, then 10 a second".
+func (l *limiter) describe() string {
+	rate := ""
+	switch {
+	case l.rate >= 1:
+		rate = fmt.Sprintf("%g a second", l.rate)
+	case l.rate > 0:
+		rate = fmt.Sprintf("one every %g seconds", 1/l.rate)
+	}
+	return fmt.Sprintf("at most %g at once, then %s", l.burst, rate)
 }
 
 func (l *limiter) prune(now time.Time) {
