@@ -76,7 +76,7 @@ func setupPush(ctx context.Context, e *env, paths config.Paths, cfg config.Push,
 	default:
 		// The VAPID key is made at first start (issue 13); the device
 		// store is handed to the provider when the bridge opens it.
-		p, err := webpush.New(webpush.Options{StateDir: paths.State, Log: log})
+		p, err := webpush.New(webPushOptions(paths, cfg, log))
 		if err != nil {
 			log.Error("Web Push is off: " + err.Error())
 			s.off = append(s.off, "webpush: "+err.Error())
@@ -96,6 +96,12 @@ func setupPush(ctx context.Context, e *env, paths config.Paths, cfg config.Push,
 	log.Info("pushes", "providers", names, "preview", cfg.Preview)
 	s.d = pushdispatch.New(pushdispatch.Options{Guard: g, Providers: providers, Log: log, Preview: cfg.Preview, URL: url})
 	return s
+}
+
+// webPushOptions are the Web Push provider's settings from [push]: the
+// key in the state folder, and the contact a push service's operator sees.
+func webPushOptions(paths config.Paths, cfg config.Push, log *slog.Logger) webpush.Options {
+	return webpush.Options{StateDir: paths.State, Log: log, Subject: cfg.ContactURI()}
 }
 
 func newNtfy(n config.Ntfy, getenv func(string) string) (*ntfy.Provider, error) {

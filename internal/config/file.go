@@ -100,6 +100,9 @@ func Load(path string) (f File, exists bool, err error) {
 	if err := f.Devices.check(); err != nil {
 		return File{}, true, fmt.Errorf("%s: %w", path, err)
 	}
+	if err := f.Push.check(); err != nil {
+		return File{}, true, fmt.Errorf("%s: %w", path, err)
+	}
 	if k := f.Agents.PlatformKeyFile; k != "" && !filepath.IsAbs(k) {
 		return File{}, true, fmt.Errorf("%s: [agents] platform_key_file %q is not an absolute path; give the full path of the platform's public key", path, k)
 	}

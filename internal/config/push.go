@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,8 +24,62 @@ type Push struct {
 	// devices that turned notifications on, whenever the device API
 	// listens (the page offers it after pairing); false turns it off.
 	WebPush *bool `toml:"webpush"`
+	// Contact is who a push service's operator can reach about this
+	// bridge's pushes: the VAPID contact (RFC 8292's "sub"), a mailto: or
+	// https: URI; "" is the project's page (DefaultContact).
+	Contact string `toml:"contact"`
 	// Ntfy is [push.ntfy]; nil when the table is absent.
 	Ntfy *Ntfy `toml:"ntfy"`
+}
+
+// DefaultContact is the VAPID contact when [push] contact is not set.
+const DefaultContact = "https://github.com/collie-linux/collie"
+
+// ContactURI is [push] contact, or DefaultContact.
+func (p Push) ContactURI() string {
+	if p.Contact == "" {
+		return DefaultContact
+	}
+	return p.Contact
+}
+
+// maxContact bounds [push] contact: it goes into every signed token.
+const maxContact = 256
+
+// check checks [push] as Load reads it: contact is a mailto: address or
+// an https: page.
+func (p Push) check() error {
+	c := p.Contact
+	if c == "" {
+		return nil
+	}
+	fix := `set it to mailto:you@example.org or to an https:// page where a push service's operator can reach you, or remove it`
+	if len(c) > maxContact {
+		return fmt.Errorf("[push] contact is %d bytes, over %d; %s", len(c), maxContact, fix)
+	}
+	for _, r := range c {
+		if r <= ' ' || r == 0x7f || r > 0x7e {
+			return fmt.Errorf("[push] contact %q holds a space or a character that is not plain ASCII; %s", c, fix)
+		}
+	}
+	u, err := url.Parse(c)
+	if err != nil {
+		return fmt.Errorf("[push] contact %q is not a URI; %s", c, fix)
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "mailto":
+		local, domain, ok := strings.Cut(u.Opaque, "@")
+		if !ok || local == "" || domain == "" || strings.ContainsAny(u.Opaque, "?,") || u.RawQuery != "" {
+			return fmt.Errorf("[push] contact %q is not one mail address; %s", c, fix)
+		}
+	case "https":
+		if u.Host == "" || u.User != nil || u.Hostname() == "" {
+			return fmt.Errorf("[push] contact %q is not an https:// page (a host, no user name); %s", c, fix)
+		}
+	default:
+		return fmt.Errorf("[push] contact %q is neither mailto: nor https:; %s", c, fix)
+	}
+	return nil
 }
 
 // Ntfy is [push.ntfy]: pushes through an ntfy server to the ntfy app.

@@ -102,3 +102,50 @@ func TestNtfyToken(t *testing.T) {
 		t.Fatalf("no token set: %q %v", tok, err)
 	}
 }
+
+// TestPushContact: [push] contact, the VAPID contact a push service's
+// operator sees, is a mailto: address or an https: page; anything else is
+// refused when config.toml is read, naming the setting and the fix. Unset,
+// it is the project's page.
+func TestPushContact(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "config.toml")
+	for _, tc := range []struct {
+		contact string
+		ok      bool
+	}{
+		{"mailto:admin@example.org", true},
+		{"MAILTO:admin@example.org", true},
+		{"https://example.org/contact", true},
+		{"https://example.org", true},
+		{"http://example.org", false},
+		{"mailto:", false},
+		{"mailto:admin", false},
+		{"mailto:a@b.org,c@d.org", false},
+		{"mailto:a@b.org?subject=x", false},
+		{"https://user:pw@example.org", false},
+		{"https:///nohost", false},
+		{"admin@example.org", false},
+		{"javascript:alert(1)", false},
+		{"mailto:a b@example.org", false},
+		{"https://example.org/\u202e", false},
+		{"https://example.org/" + strings.Repeat("a", 300), false},
+	} {
+		t.Run(tc.contact, func(t *testing.T) {
+			os.WriteFile(p, []byte("[push]\ncontact = \""+tc.contact+"\"\n"), 0o600)
+			f, _, err := Load(p)
+			switch {
+			case tc.ok && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.ok && f.Push.ContactURI() != tc.contact:
+				t.Fatalf("contact %q", f.Push.ContactURI())
+			case !tc.ok && err == nil:
+				t.Fatal("taken")
+			case !tc.ok && (!strings.Contains(err.Error(), "[push] contact") || !strings.Contains(err.Error(), "mailto:you@example.org")):
+				t.Fatalf("the error does not name the setting and the fix: %v", err)
+			}
+		})
+	}
+	if (Push{}).ContactURI() != DefaultContact {
+		t.Fatal("no default contact")
+	}
+}

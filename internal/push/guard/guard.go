@@ -16,9 +16,18 @@
 //     included. "Per host" is this bridge's machine: one daemon, one user,
 //     every agent it reads and every provider it sends through together
 //     (a phone and a desktop that both get a push count it once).
-//   - What the limits count is pushes sent: questions pushed, test pushes
-//     (collie push test) and the summary. A question held back is not a
-//     push and counts nothing.
+//   - What the limits count is pushes delivered: a question's push or the
+//     summary that at least one provider took for at least one destination
+//     (the ntfy server answered 2xx, the desktop's notification server
+//     took it, a push service took it for at least one subscribed
+//     browser). A push is counted when it is decided, so the limits hold
+//     while it is on its way, and uncounted ([Guard.Undelivered]) when
+//     every provider failed all its tries or had nowhere to send it. A
+//     question held back is not a push and counts nothing.
+//   - A test push (collie push test) is not a question: it counts nothing
+//     against these limits and is held back only in the silent hour and
+//     by its own limit, [TestsPerMinute] test pushes delivered in any 60 s
+//     (kept in memory only).
 //   - A question held back by a per-minute limit is never pushed later: it
 //     was decided ([Held]). Its card is on every device all the same; the
 //     guard only decides about the push.
@@ -43,7 +52,8 @@
 // holds no agent text. A daemon that crashes and restarts starts from
 // those counts: a crash loop cannot reset them. A state file that cannot be
 // read fails closed: the host is silent for an hour from start-up, and the
-// log says why.
+// log says why; so do [Decision.Reason] and [Status.HoldingBack], naming
+// the file and the fix, until that hour ends.
 package guard
 
 import (
@@ -62,6 +72,7 @@ const (
 	Minute          = time.Minute
 	Hour            = time.Hour
 	Silence         = time.Hour // after a summary, no push for this long
+	TestsPerMinute  = 3         // test pushes in any 60 s, apart from the rest
 )
 
 // MemoryKeys is how many decided keys the guard remembers (the newest).
@@ -101,7 +112,18 @@ const (
 	ReasonHostMinute   = "10 pushes in the last minute on this host"
 	ReasonSilent       = "the host is silent for an hour after a summary push"
 	ReasonHostHour     = "30 pushes in the last hour on this host"
+	ReasonTests        = "3 test pushes in the last minute"
 )
+
+// silentUnreadable is the state file's mark of a silent hour that began
+// because the file could not be read (not after a summary).
+const silentUnreadable = "unreadable"
+
+// ReasonUnreadable is why pushes are held back in the hour after the
+// state file at path could not be read.
+func ReasonUnreadable(path string) string {
+	return fmt.Sprintf("the push guard's file %s could not be read when the daemon started, so no push goes out for an hour from then (the file is written anew); to send pushes at once: systemctl --user stop collie; rm %s; systemctl --user start collie", path, path)
+}
 
 // Decision is the guard's answer for one question.
 type Decision struct {
@@ -111,9 +133,15 @@ type Decision struct {
 	// Waiting is the N of a summary: the questions held back in the hour
 	// before it, this one included.
 	Waiting int
-	// Until is when a silent hour ends: set for Summary, and for Held in
-	// the silent hour.
+	// Until is when a push can go out again: for Held, when the limit
+	// that held it back lets the next one out (the silent hour's end, the
+	// moment a minute's window has room); for Summary, the end of the
+	// silent hour it begins.
 	Until time.Time
+
+	at   int64  // Unix ms it was counted at; 0: nothing counted
+	conv uint64 // its conversation, for a question's push
+	test bool
 }
 
 // Options configure a Guard.
@@ -128,9 +156,13 @@ type Options struct {
 // Counters are what the guard decided since it was opened, for collie
 // doctor and the journal.
 type Counters struct {
-	Sent      int64 `json:"sent"`      // pushes sent: questions and tests
+	Sent      int64 `json:"sent"`      // questions' pushes delivered (or on their way)
 	Held      int64 `json:"held"`      // questions held back
 	Summaries int64 `json:"summaries"` // summary pushes
+	Tests     int64 `json:"tests"`     // test pushes delivered
+	// Undelivered counts pushes no provider delivered anywhere (every try
+	// failed, or no destination): uncounted from the limits.
+	Undelivered int64 `json:"undelivered"`
 }
 
 // Status is the guard's state now, for collie doctor.
@@ -139,7 +171,7 @@ type Status struct {
 	// HoldingBack says why a push now would be held back, "" when it would
 	// go out (a question in a conversation with no recent push).
 	HoldingBack string `json:"holdingBack,omitempty"`
-	// Until is when the silent hour ends, when it holds.
+	// Until is when pushes go out again, when HoldingBack is set.
 	Until time.Time `json:"until,omitzero"`
 	// SentLastHour counts the pushes in the hour window now.
 	SentLastHour int `json:"sentLastHour"`
@@ -165,6 +197,8 @@ type state struct {
 	conv    map[uint64][]int64 // per conversation digest: pushes in the last minute
 	held    []heldBucket       // questions held back in the last hour, by second
 	silent  int64              // end of the silent hour; 0: none
+	why     string             // why the silent hour: "" after a summary, silentUnreadable
+	tests   []int64            // test pushes in the last minute (not saved)
 	keys    map[uint64]struct{}
 	keyRing []uint64 // decided keys, oldest first; at most MemoryKeys
 }
@@ -189,6 +223,7 @@ func Open(o Options) (*Guard, error) {
 	st, err := load(o.Path, g.now())
 	if err != nil {
 		g.st.silent = g.now().Add(Silence).UnixMilli()
+		g.st.why = silentUnreadable
 		g.dirty = true
 		return g, fmt.Errorf("%w; no push goes out for an hour, and the file is written anew", err)
 	}
@@ -229,17 +264,74 @@ func (g *Guard) Decide(key, conv string) Decision {
 }
 
 // Test decides a test push (collie push test): held back in the silent
-// hour and at a host limit, never a summary, and counted as a push when
-// it goes out.
+// hour and by TestsPerMinute, never a summary, and counted only among
+// test pushes: a test never holds a question's push back.
 func (g *Guard) Test() Decision {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.now().UnixMilli()
 	g.prune(now)
-	d := g.decide(now, 0, false)
+	if g.st.silent > now {
+		return Decision{Outcome: Held, Reason: g.silentReason(), Until: time.UnixMilli(g.st.silent)}
+	}
+	if n := len(g.st.tests); n >= TestsPerMinute {
+		return Decision{Outcome: Held, Reason: ReasonTests, Until: time.UnixMilli(g.st.tests[n-TestsPerMinute] + Minute.Milliseconds())}
+	}
+	g.st.tests = append(g.st.tests, now)
+	g.counters.Tests++
+	return Decision{Outcome: Push, at: now, test: true}
+}
+
+// Undelivered uncounts a push the guard let out (Push or Summary, a
+// question's or a test) that no provider delivered anywhere: every try
+// failed, or no provider had a destination. Its place in the windows is
+// freed; a summary's silent hour stays. Calling it twice for one
+// decision, or for one that counted nothing, does nothing more.
+func (g *Guard) Undelivered(d *Decision) {
+	if d.at == 0 || (d.Outcome != Push && d.Outcome != Summary) {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	at := d.at
+	d.at = 0
+	g.counters.Undelivered++
+	if d.test {
+		g.st.tests = removeOne(g.st.tests, at)
+		g.counters.Tests--
+		return
+	}
+	g.st.sent = removeOne(g.st.sent, at)
+	if d.Outcome == Summary {
+		g.counters.Summaries--
+	} else {
+		g.counters.Sent--
+		if ts := removeOne(g.st.conv[d.conv], at); len(ts) == 0 {
+			delete(g.st.conv, d.conv)
+		} else {
+			g.st.conv[d.conv] = ts
+		}
+	}
 	g.dirty = true
 	g.gen++
-	return d
+}
+
+// removeOne removes the last t from the sorted ts.
+func removeOne(ts []int64, t int64) []int64 {
+	for i := len(ts) - 1; i >= 0; i-- {
+		if ts[i] == t {
+			return append(ts[:i:i], ts[i+1:]...)
+		}
+	}
+	return ts
+}
+
+// silentReason says why the silent hour holds. Callers hold g.mu.
+func (g *Guard) silentReason() string {
+	if g.st.why == silentUnreadable {
+		return ReasonUnreadable(g.path)
+	}
+	return ReasonSilent
 }
 
 // decide applies the limits at now to a question of conversation c (a
@@ -252,13 +344,13 @@ func (g *Guard) decide(now int64, c uint64, question bool) Decision {
 		return Decision{Outcome: Held, Reason: reason, Until: until}
 	}
 	if g.st.silent > now {
-		return hold(ReasonSilent, time.UnixMilli(g.st.silent))
+		return hold(g.silentReason(), time.UnixMilli(g.st.silent))
 	}
-	if question && len(g.st.conv[c]) >= PerConversation {
-		return hold(ReasonConversation, time.Time{})
+	if ts := g.st.conv[c]; question && len(ts) >= PerConversation {
+		return hold(ReasonConversation, time.UnixMilli(ts[len(ts)-PerConversation]+Minute.Milliseconds()))
 	}
-	if countSince(g.st.sent, now-Minute.Milliseconds()) >= PerHostMinute {
-		return hold(ReasonHostMinute, time.Time{})
+	if until, full := g.minuteFull(now); full {
+		return hold(ReasonHostMinute, until)
 	}
 	if len(g.st.sent) >= PerHostHour {
 		if !question {
@@ -271,15 +363,25 @@ func (g *Guard) decide(now int64, c uint64, question bool) Decision {
 		}
 		g.st.sent = append(g.st.sent, now)
 		g.st.silent = now + Silence.Milliseconds()
+		g.st.why = ""
 		g.counters.Summaries++
-		return Decision{Outcome: Summary, Waiting: n, Until: time.UnixMilli(g.st.silent)}
+		return Decision{Outcome: Summary, Waiting: n, Until: time.UnixMilli(g.st.silent), at: now}
 	}
 	g.st.sent = append(g.st.sent, now)
 	if question {
 		g.st.conv[c] = append(g.st.conv[c], now)
 	}
 	g.counters.Sent++
-	return Decision{Outcome: Push}
+	return Decision{Outcome: Push, at: now, conv: c}
+}
+
+// minuteFull reports whether PerHostMinute pushes were sent in the minute
+// before now, and when the oldest of them leaves it. Callers hold g.mu.
+func (g *Guard) minuteFull(now int64) (time.Time, bool) {
+	if countSince(g.st.sent, now-Minute.Milliseconds()) < PerHostMinute {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(g.st.sent[len(g.st.sent)-PerHostMinute] + Minute.Milliseconds()), true
 }
 
 // hold counts a question held back at now. Callers hold g.mu.
@@ -322,8 +424,9 @@ func (g *Guard) prune(now int64) {
 	}
 	g.st.held = g.st.held[i:]
 	if g.st.silent != 0 && g.st.silent <= now {
-		g.st.silent = 0
+		g.st.silent, g.st.why = 0, ""
 	}
+	g.st.tests = dropUntil(g.st.tests, minute)
 }
 
 // dropUntil drops the times at or before t from the sorted ts: a time
@@ -351,11 +454,10 @@ func (g *Guard) Status() Status {
 	now := g.now().UnixMilli()
 	g.prune(now)
 	s := Status{Counters: g.counters, SentLastHour: len(g.st.sent)}
-	switch {
-	case g.st.silent > now:
-		s.HoldingBack, s.Until = ReasonSilent, time.UnixMilli(g.st.silent)
-	case countSince(g.st.sent, now-Minute.Milliseconds()) >= PerHostMinute:
-		s.HoldingBack = ReasonHostMinute
+	if g.st.silent > now {
+		s.HoldingBack, s.Until = g.silentReason(), time.UnixMilli(g.st.silent)
+	} else if until, full := g.minuteFull(now); full {
+		s.HoldingBack, s.Until = ReasonHostMinute, until
 	}
 	return s
 }

@@ -40,6 +40,9 @@ type file struct {
 	Held [][2]int64 `json:"held"`
 	// SilentUntil ends the silent hour after a summary; 0: none.
 	SilentUntil int64 `json:"silentUntil"`
+	// SilentWhy is "unreadable" when the silent hour began because the
+	// file could not be read; absent after a summary.
+	SilentWhy string `json:"silentWhy,omitempty"`
 	// Keys: the decided keys' digests, 8 bytes each, big-endian, oldest
 	// first, in standard base64.
 	Keys string `json:"keys"`
@@ -89,7 +92,7 @@ func (g *Guard) Dirty() bool {
 
 // encode writes the state as the file. Callers hold g.mu.
 func (g *Guard) encode() ([]byte, error) {
-	f := file{Version: fileVersion, Sent: g.st.sent, Conversations: map[string][]int64{}, SilentUntil: g.st.silent}
+	f := file{Version: fileVersion, Sent: g.st.sent, Conversations: map[string][]int64{}, SilentUntil: g.st.silent, SilentWhy: g.st.why}
 	if f.Sent == nil {
 		f.Sent = []int64{}
 	}
@@ -189,6 +192,12 @@ func parse(data []byte, now time.Time) (state, error) {
 	}
 	// A silent hour never lasts longer than an hour from now.
 	st.silent = min(f.SilentUntil, nowMS+Silence.Milliseconds())
+	switch f.SilentWhy {
+	case "", silentUnreadable:
+		st.why = f.SilentWhy
+	default:
+		return state{}, fmt.Errorf("silentWhy: %q is not a reason the guard writes", f.SilentWhy)
+	}
 	keys, err := base64.StdEncoding.DecodeString(f.Keys)
 	if err != nil || len(keys)%8 != 0 {
 		return state{}, errors.New("keys: not a list of digests")

@@ -448,3 +448,22 @@ func TestTokenReused(t *testing.T) {
 		t.Fatalf("token lifetime %v, reuse %v", TokenLifetime, tokenReuse)
 	}
 }
+
+// TestSubjectIsTheContact: the VAPID token names the contact the bridge
+// was given ([push] contact), not the project's page.
+func TestSubjectIsTheContact(t *testing.T) {
+	r := newRig(t)
+	p, err := New(Options{StateDir: r.dir, Subscriptions: r.subs, Client: r.svc.Client(), Subject: "mailto:ops@example.org"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.p = p
+	r.subscribe(t, "d-phone")
+	if err := r.p.Send(context.Background(), push.Message{Title: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	got := r.svc.Pushes()
+	if len(got) != 1 || got[0].Claims.Sub != "mailto:ops@example.org" {
+		t.Fatalf("pushes %+v, want one with sub mailto:ops@example.org", got)
+	}
+}
