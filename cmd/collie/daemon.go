@@ -69,7 +69,8 @@ func deviceListen(d config.Devices) *device.ListenConfig {
 }
 
 // runBridge runs the daemon until ctx ends (SIGINT or SIGTERM, caught by
-// catchSignals); a SIGHUP on hup reloads sources.json once it is running.
+// catchSignals); a SIGHUP on hup reloads config.toml (what it can apply
+// without a restart, see liveConfig) and sources.json once it is running.
 // An error that stops it before it is ready says "cannot start", one after
 // "stopped"; main reports either at PRIORITY=3 (journald.Fatal).
 // pushCfg is [push]; nil sends no pushes (collie demo). agents is
@@ -94,27 +95,27 @@ func runBridge(ctx context.Context, e *env, hup <-chan os.Signal, paths config.P
 		log.Warn("the audit log was repaired at start", "path", r.Path, "offset", r.Offset, "reason", r.What)
 	}
 	var b *bridge.Bridge
-	var pushes pushSetup
-	if pushCfg != nil {
-		pushes = setupPush(ctx, e, paths, *pushCfg, log, func() string { return b.WebURL() }, devices != nil)
-		defer pushes.close()
-	}
-	b = bridge.New(bridge.Options{
+	opts := bridge.Options{
 		Paths:   paths,
 		UID:     os.Getuid(),
 		Log:     log,
 		Notify:  n.Notify,
 		Devices: devices,
 		Audit:   bridge.Auditor{Log: auditLog, Logger: log},
-		Push:    pushes.d,
-		PushOff: pushes.off,
-		WebPush: pushes.web,
 		Agents:  agents,
-	})
+	}
+	var live *liveConfig // config.toml as applied; a SIGHUP reloads it
+	if pushCfg != nil {
+		pushes := setupPush(ctx, e, paths, *pushCfg, log, func() string { return b.WebURL() }, devices != nil)
+		defer pushes.close()
+		live = newLiveConfig(paths.ConfigFile(), e, log, pushes, devices, *pushCfg, agents)
+		opts.Push, opts.PushOff, opts.WebPush, opts.Config = pushes.d, pushes.Off, pushes.web, live.State
+	}
+	b = bridge.New(opts)
 	// Each keep-alive takes the bridge's lock (Agents): a bridge stuck on
 	// it stops them, and systemd restarts the daemon (WatchdogSec=).
 	go n.Watchdog(ctx, func() { b.Agents() })
-	go reloadOnHUP(ctx, hup, n.Ready(), b.Reload, log)
+	go reloadOnHUP(ctx, hup, n.Ready(), reloadAll(ctx, live, b.Reload), log)
 	if err := b.Run(ctx); err != nil {
 		select {
 		case <-n.Ready():

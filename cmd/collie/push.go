@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/collie-linux/collie/internal/config"
@@ -23,13 +26,24 @@ import (
 // start-up.
 const desktopTimeout = 5 * time.Second
 
-// pushSetup is the daemon's pushes: the dispatcher, the providers not in
-// use with why, and what closes the providers.
+// pushSetup is the daemon's pushes: the dispatcher, the Web Push
+// provider, and what config.toml's [push] made of the rest (providers,
+// those left out with why, what closes them), which a reload changes.
 type pushSetup struct {
-	d     *pushdispatch.Dispatcher
-	off   []string
-	close func()
-	web   *webpush.Provider // nil: no Web Push
+	d   *pushdispatch.Dispatcher
+	web *webpush.Provider // nil: no Web Push
+
+	mu     sync.Mutex
+	off    []string
+	closer func() // closes the current providers
+}
+
+// pushProviders is what [push] makes, apart from Web Push, which lives as
+// long as the daemon (the device API serves its key).
+type pushProviders struct {
+	list   []push.Provider
+	off    []string
+	closer func()
 }
 
 // setupPush builds the providers [push] asks for and the guard over them.
@@ -38,21 +52,53 @@ type pushSetup struct {
 // where there is none); the daemon runs on without it, and collie doctor's
 // push row says why. url is the web app's address, read at each push;
 // withDevices says whether the device API is on (Web Push needs it).
-func setupPush(ctx context.Context, e *env, paths config.Paths, cfg config.Push, log *slog.Logger, url func() string, withDevices bool) pushSetup {
-	var providers []push.Provider
-	s := pushSetup{close: func() {}}
+func setupPush(ctx context.Context, e *env, paths config.Paths, cfg config.Push, log *slog.Logger, url func() string, withDevices bool) *pushSetup {
+	s := &pushSetup{}
+	var webOff []string
+	switch {
+	case cfg.WebPush != nil && !*cfg.WebPush:
+		webOff = append(webOff, "webpush: turned off (webpush = false in [push])")
+	case !withDevices:
+		webOff = append(webOff, "webpush: the device API is off, so no browser can turn notifications on")
+	default:
+		// The VAPID key is made at first start; the device store is handed
+		// to the provider when the bridge opens it.
+		p, err := webpush.New(webPushOptions(paths, cfg, log))
+		if err != nil {
+			log.Error("Web Push is off: " + err.Error())
+			webOff = append(webOff, "webpush: "+err.Error())
+		} else {
+			s.web = p
+		}
+	}
+	pp := s.providers(ctx, e, cfg, log)
+	pp.off = append(pp.off, webOff...)
+	g, err := guard.Open(guard.Options{Path: filepath.Join(paths.State, guard.FileName)})
+	if err != nil {
+		log.Error("the push guard's counts: " + err.Error())
+	}
+	log.Info("pushes through "+providerNames(pp.list), "providers", names(pp.list), "preview", cfg.Preview)
+	s.off, s.closer = pp.off, pp.closer
+	s.d = pushdispatch.New(pushdispatch.Options{Guard: g, Providers: pp.list, Log: log, Preview: cfg.Preview, URL: url})
+	return s
+}
+
+// providers builds ntfy and the desktop from cfg, with Web Push (kept as
+// it is) last.
+func (s *pushSetup) providers(ctx context.Context, e *env, cfg config.Push, log *slog.Logger) pushProviders {
+	pp := pushProviders{closer: func() {}}
 	if n := cfg.Ntfy; n != nil {
 		p, err := newNtfy(*n, e.getenv)
 		if err != nil {
 			log.Error("ntfy pushes are off: " + err.Error())
-			s.off = append(s.off, "ntfy: "+err.Error())
+			pp.off = append(pp.off, "ntfy: "+err.Error())
 		} else {
-			providers = append(providers, p)
+			pp.list = append(pp.list, p)
 		}
 	}
 	switch {
 	case cfg.Desktop != nil && !*cfg.Desktop:
-		s.off = append(s.off, "desktop: turned off (desktop = false in [push])")
+		pp.off = append(pp.off, "desktop: turned off (desktop = false in [push])")
 	default:
 		p, err := newDesktop(ctx, e.getenv, log)
 		if err != nil {
@@ -62,40 +108,63 @@ func setupPush(ctx context.Context, e *env, paths config.Paths, cfg config.Push,
 			} else {
 				log.Info(msg)
 			}
-			s.off = append(s.off, "desktop: "+err.Error())
+			pp.off = append(pp.off, "desktop: "+err.Error())
 		} else {
-			providers = append(providers, p)
-			s.close = func() { p.Close() }
+			pp.list = append(pp.list, p)
+			pp.closer = func() { p.Close() }
 		}
 	}
-	switch {
-	case cfg.WebPush != nil && !*cfg.WebPush:
-		s.off = append(s.off, "webpush: turned off (webpush = false in [push])")
-	case !withDevices:
-		s.off = append(s.off, "webpush: the device API is off, so no browser can turn notifications on")
-	default:
-		// The VAPID key is made at first start (issue 13); the device
-		// store is handed to the provider when the bridge opens it.
-		p, err := webpush.New(webPushOptions(paths, cfg, log))
-		if err != nil {
-			log.Error("Web Push is off: " + err.Error())
-			s.off = append(s.off, "webpush: "+err.Error())
-		} else {
-			providers = append(providers, p)
-			s.web = p
-		}
+	if s.web != nil {
+		s.web.SetSubject(cfg.ContactURI())
+		pp.list = append(pp.list, s.web)
 	}
-	g, err := guard.Open(guard.Options{Path: filepath.Join(paths.State, guard.FileName)})
-	if err != nil {
-		log.Error("the push guard's counts: " + err.Error())
+	return pp
+}
+
+// apply puts what a reloaded [push] makes in place: the dispatcher's
+// providers and previews, what is left out, and closes the providers it
+// replaced once their pushes on the way are done or cut.
+func (s *pushSetup) apply(ctx context.Context, e *env, cfg config.Push, log *slog.Logger) {
+	pp := s.providers(ctx, e, cfg, log)
+	s.mu.Lock()
+	webOff := slices.DeleteFunc(slices.Clone(s.off), func(o string) bool { return !strings.HasPrefix(o, "webpush:") })
+	s.mu.Unlock()
+	s.d.SetProviders(pp.list, cfg.Preview)
+	s.mu.Lock()
+	old := s.closer
+	s.off, s.closer = append(pp.off, webOff...), pp.closer
+	s.mu.Unlock()
+	old()
+	log.Info("pushes through "+providerNames(pp.list)+" after the reload", "providers", names(pp.list), "preview", cfg.Preview)
+}
+
+// Off lists the providers left out, each with why.
+func (s *pushSetup) Off() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.off)
+}
+
+func (s *pushSetup) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closer()
+}
+
+func names(ps []push.Provider) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.Name()
 	}
-	names := make([]string, len(providers))
-	for i, p := range providers {
-		names[i] = p.Name()
+	return out
+}
+
+// providerNames is "ntfy, webpush", or "no provider".
+func providerNames(ps []push.Provider) string {
+	if len(ps) == 0 {
+		return "no provider"
 	}
-	log.Info("pushes", "providers", names, "preview", cfg.Preview)
-	s.d = pushdispatch.New(pushdispatch.Options{Guard: g, Providers: providers, Log: log, Preview: cfg.Preview, URL: url})
-	return s
+	return strings.Join(names(ps), ", ")
 }
 
 // webPushOptions are the Web Push provider's settings from [push]: the
@@ -145,25 +214,36 @@ func cmdPushTest(ctx context.Context, e *env, args []string) error {
 	}
 	switch {
 	case t.Held != "":
-		return hint.Errorf("collie doctor --check push says when pushes go out again", "the push guard held the test push back: %s", t.Held)
+		return hint.Errorf("test pushes are limited apart from questions' pushes, so they never hold a question back; collie doctor --check push shows the guard's state",
+			"the push guard held the test push back: %s", pushdispatch.HeldWhy(t.Held, t.Until))
 	case len(t.Answers) == 0:
-		return hint.New("no push provider is in use", "set [push.ntfy] in config.toml (collie.toml(5)) or run the daemon in a desktop session, then: systemctl --user restart collie; collie doctor --check push says why a provider is off")
+		return hint.New("no push provider is in use", "set [push.ntfy] in config.toml (collie.toml(5)) or run the daemon in a desktop session, then: systemctl --user reload collie; collie doctor --check push says why a provider is off")
 	}
-	failed := 0
+	failed, idle := 0, 0
 	for _, a := range t.Answers {
 		state := "ok"
-		if !a.OK {
+		switch {
+		case a.Idle:
+			state, idle = "nothing to deliver", idle+1
+		case !a.OK:
 			state, failed = "failed", failed+1
 		}
-		if !*asJSON {
-			fmt.Fprintf(e.stdout, "%s: %s: %s\n", sanitize.TerminalLine(a.Provider), state, sanitize.TerminalLine(a.Answer))
+		if *asJSON {
+			continue
+		}
+		// A provider with several destinations (Web Push: one per
+		// device) may fail at several: one line each.
+		for line := range strings.SplitSeq(a.Answer, "\n") {
+			fmt.Fprintf(e.stdout, "%s: %s: %s\n", sanitize.TerminalLine(a.Provider), state, sanitize.TerminalLine(line))
 		}
 	}
-	switch failed {
-	case 0:
-		return nil
-	case 1:
-		return hint.New("1 push provider failed", "fix what its line says, then collie push test again")
+	switch {
+	case failed == 1:
+		return hint.New("1 push provider failed", "fix what its lines say, then collie push test again")
+	case failed > 1:
+		return hint.Errorf("fix what their lines say, then collie push test again", "%d push providers failed", failed)
+	case idle == len(t.Answers):
+		return hint.New("nothing to deliver: no push provider has anywhere to send a push", "turn notifications on in Collie on your phone, or set [push.ntfy] in config.toml (collie.toml(5)), then: systemctl --user reload collie")
 	}
-	return hint.Errorf("fix what their lines say, then collie push test again", "%d push providers failed", failed)
+	return nil
 }

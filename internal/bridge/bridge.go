@@ -75,8 +75,13 @@ type Options struct {
 	// Push decides and sends a push for each new question (D4, D9); nil:
 	// none. Run starts it and waits for it.
 	Push *dispatch.Dispatcher
-	// PushOff lists the push providers not in use, each with why (doctor).
-	PushOff []string
+	// PushOff lists the push providers configured or expected but left
+	// out, each with why (doctor); read at each status, since a reload of
+	// config.toml changes it. Nil: none.
+	PushOff func() []string
+	// Config reports what the daemon made of config.toml (doctor); nil
+	// for none (collie demo).
+	Config func() control.ConfigState
 	// WebPush, when set, is Push's Web Push provider: the device API
 	// serves its key and its subscriptions are the device store's.
 	WebPush *webpush.Provider

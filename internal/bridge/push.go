@@ -7,7 +7,7 @@ import (
 	"github.com/collie-linux/collie/internal/push/dispatch"
 )
 
-// Pushes (issue 12, D4, D9). The one place a snapshot is applied (apply)
+// Pushes (D4, D9). The one place a snapshot is applied (apply)
 // hands every question it had not seen in the agent's last snapshot to
 // the dispatcher, after the devices were told: the card is on the devices
 // first, pushed or not, and the guard's decision never touches it. The
@@ -66,20 +66,30 @@ func (b *Bridge) webURL() string {
 // WebURL is webURL, for the dispatcher's Options.URL.
 func (b *Bridge) WebURL() string { return b.webURL() }
 
-// PushStatus implements control.PushBackend.
+// PushStatus implements control.PushBackend: the providers in use, and
+// the others with why (left out by config.toml, or with nowhere to
+// deliver to).
 func (b *Bridge) PushStatus() control.PushStatus {
-	s := control.PushStatus{Providers: []string{}, Off: b.o.PushOff, Last: map[string]control.PushResult{}}
+	s := control.PushStatus{Providers: []string{}, Last: map[string]control.PushResult{}}
+	if b.o.PushOff != nil {
+		s.Off = b.o.PushOff()
+	}
+	if b.o.Config != nil {
+		c := b.o.Config()
+		s.Config = &c
+	}
 	d := b.o.Push
 	if d == nil {
 		return s
 	}
 	s.Providers = d.Providers()
+	s.Off = append(s.Off, d.Idle()...)
 	s.Preview = d.Preview()
 	for name, r := range d.Last() {
 		s.Last[name] = control.PushResult{At: r.At, Kind: r.Kind, OK: r.OK, Answer: r.Answer, Attempts: r.Attempts}
 	}
 	g := d.Guard()
-	s.Sent, s.Held, s.Summaries = g.Sent, g.Held, g.Summaries
+	s.Sent, s.Held, s.Summaries, s.Tests, s.Undelivered = g.Sent, g.Held, g.Summaries, g.Tests, g.Undelivered
 	s.SentLastHour, s.HoldingBack, s.Until = g.SentLastHour, g.HoldingBack, g.Until
 	return s
 }
@@ -90,10 +100,10 @@ func (b *Bridge) PushTest(ctx context.Context) control.PushTest {
 	if b.o.Push == nil {
 		return t
 	}
-	answers, held := b.o.Push.Test(ctx)
-	t.Held = held
-	for _, a := range answers {
-		t.Answers = append(t.Answers, control.PushAnswer{Provider: a.Provider, OK: a.OK, Answer: a.Answer})
+	out := b.o.Push.Test(ctx)
+	t.Held, t.Until = out.Held, out.Until
+	for _, a := range out.Answers {
+		t.Answers = append(t.Answers, control.PushAnswer{Provider: a.Provider, OK: a.OK, Idle: a.Idle, Answer: a.Answer})
 	}
 	return t
 }

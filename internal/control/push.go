@@ -23,8 +23,26 @@ type PushStatus struct {
 	Held         int64     `json:"held"`
 	Summaries    int64     `json:"summaries"`
 	SentLastHour int       `json:"sentLastHour"`
+	Tests        int64     `json:"tests"`                 // test pushes delivered
+	Undelivered  int64     `json:"undelivered"`           // pushes no provider delivered anywhere (not counted)
 	HoldingBack  string    `json:"holdingBack,omitempty"` // why a push now would be held back
-	Until        time.Time `json:"until,omitzero"`        // when the silent hour ends
+	Until        time.Time `json:"until,omitzero"`        // when pushes go out again
+	// Config is config.toml as the daemon applied it; nil when the daemon
+	// does not read one (collie demo).
+	Config *ConfigState `json:"config,omitempty"`
+}
+
+// ConfigState is what the daemon made of config.toml: when it read it
+// last (at start or on a reload), what changed since the start that
+// applies only after a restart, and why the last reload was refused.
+type ConfigState struct {
+	ReadAt time.Time `json:"readAt"`
+	// Restart lists settings changed since the daemon started that a
+	// reload cannot apply ("[devices]", …).
+	Restart []string `json:"restart,omitempty"`
+	// Error is why the last reload kept the running settings; "" when it
+	// applied.
+	Error string `json:"error,omitempty"`
 }
 
 // PushResult is the outcome of one push at one provider.
@@ -39,7 +57,9 @@ type PushResult struct {
 // PushTest is what `collie push test` shows: each provider's answer, or
 // why the guard held the push back.
 type PushTest struct {
-	Held    string       `json:"held,omitempty"`
+	Held string `json:"held,omitempty"`
+	// Until is when a test push can go out again, when Held.
+	Until   time.Time    `json:"until,omitzero"`
 	Answers []PushAnswer `json:"answers"`
 }
 
@@ -47,7 +67,10 @@ type PushTest struct {
 type PushAnswer struct {
 	Provider string `json:"provider"`
 	OK       bool   `json:"ok"`
-	Answer   string `json:"answer"`
+	// Idle: the provider has nowhere to deliver to (Answer says why), so
+	// nothing was sent through it.
+	Idle   bool   `json:"idle,omitempty"`
+	Answer string `json:"answer"`
 }
 
 // PushBackend is a Backend that sends pushes (the bridge).

@@ -132,6 +132,7 @@ var checks = []check{
 	{"device-listener", checkDeviceListener},
 	{"public_url", checkPublicURL},
 	{"push", checkPush},
+	{"config-reload", checkReload},
 	{"agent-login", checkAgentLogin},
 }
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/collie-linux/collie/internal/config"
 	"github.com/collie-linux/collie/internal/control"
@@ -98,7 +99,7 @@ func healthy(t *testing.T) (*Env, string) {
 			return 200, []byte(healthzBody), nil
 		},
 		Push: func(context.Context) (control.PushStatus, error) {
-			return control.PushStatus{Providers: []string{"ntfy"}}, nil
+			return control.PushStatus{Providers: []string{"ntfy"}, Config: &control.ConfigState{ReadAt: time.Date(2099, 1, 1, 0, 0, 0, 0, time.Local)}}, nil
 		},
 		AgentCheck: func(_ context.Context, name string) (string, error) {
 			return root + "/config/collie-agent/" + name + ".toml is valid", nil
@@ -226,7 +227,7 @@ func TestCheckFlag(t *testing.T) {
 	golden(t, "check-durable-socket.txt", text(t, run(t, e, "durable-socket")), root)
 
 	_, err := Run(context.Background(), e, "nope")
-	want := `there is no check "nope"; the checks are: binary, config, sources, durable-socket, agent-config, desk, state-dir, audit-log, units, linger, journald, daemon, device-listener, public_url, push, agent-login`
+	want := `there is no check "nope"; the checks are: binary, config, sources, durable-socket, agent-config, desk, state-dir, audit-log, units, linger, journald, daemon, device-listener, public_url, push, config-reload, agent-login`
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %q", err, want)
 	}

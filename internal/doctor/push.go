@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -15,11 +16,12 @@ import (
 )
 
 // noProviderFix is what to do when no push provider is in use.
-const noProviderFix = "set topic in [push.ntfy] of config.toml (collie.toml(5)) and subscribe to it in the ntfy app (README: Pushes on your phone), then: systemctl --user restart collie"
+const noProviderFix = "set topic in [push.ntfy] of config.toml (collie.toml(5)) and subscribe to it in the ntfy app (README: Pushes on your phone), then: systemctl --user reload collie; or turn notifications on in Collie on your phone"
 
-// checkPush is the push row (issue 12, D4, D9): the providers [push]
-// configures, the daemon's providers in use and the last push's result at
-// each, and whether the guard holds pushes back now.
+// checkPush is the push row (D4, D9): the providers [push] configures,
+// the daemon's providers in use (a provider with nowhere to deliver to is
+// not) and the last push's result at each, and whether the guard holds
+// pushes back now, and until when.
 func checkPush(ctx context.Context, e *Env) []Row {
 	if e.PathsErr != nil {
 		return noPaths(e)
@@ -29,7 +31,7 @@ func checkPush(ctx context.Context, e *Env) []Row {
 	if err != nil {
 		return []Row{skip("fix the config row first", "config.toml cannot be read (see the config row)")}
 	}
-	edit := "edit [push.ntfy] in " + path + " (collie.toml(5)), then: systemctl --user restart collie"
+	edit := "edit [push.ntfy] in " + path + " (collie.toml(5)), then: systemctl --user reload collie"
 	if n := cfg.Push.Ntfy; n != nil {
 		if err := checkNtfy(*n); err != nil {
 			return []Row{fail(edit, "ntfy: %v", err)}
@@ -103,15 +105,22 @@ func checkNtfy(n config.Ntfy) error {
 	return err
 }
 
+// counters are the guard's counts since the daemon started: pushes
+// delivered (questions', the summaries, tests), questions held back, and
+// pushes that reached no one, which count against no limit.
 func counters(st control.PushStatus) string {
-	return fmt.Sprintf("since the daemon started %d sent, %d held back, %d summaries (D9)", st.Sent, st.Held, st.Summaries)
+	s := fmt.Sprintf("since the daemon started %d delivered, %d held back, %d summaries, %d test pushes", st.Sent, st.Held, st.Summaries, st.Tests)
+	if st.Undelivered > 0 {
+		s += fmt.Sprintf(", %d reached no one (not counted)", st.Undelivered)
+	}
+	return s
 }
 
 // guardNow says whether the guard holds pushes back now.
 func guardNow(st control.PushStatus) string {
 	switch {
 	case st.HoldingBack != "" && !st.Until.IsZero():
-		return fmt.Sprintf("the guard holds pushes back until %s: %s", st.Until.Local().Format("15:04"), st.HoldingBack)
+		return fmt.Sprintf("the guard holds pushes back until %s: %s", st.Until.Local().Format("15:04:05"), st.HoldingBack)
 	case st.HoldingBack != "":
 		return "the guard holds pushes back now: " + st.HoldingBack
 	case st.SentLastHour >= 30:
@@ -123,4 +132,45 @@ func guardNow(st control.PushStatus) string {
 func clean(s string) string {
 	s, _ = sanitize.Line(s, 1024)
 	return s
+}
+
+// checkReload is the config-reload row: whether the running daemon has
+// config.toml as it is on disk. An edit not yet reloaded, a reload refused
+// (the daemon kept the settings it had) and settings that a reload cannot
+// apply (the device API's listener, [agents], Web Push on or off) each say
+// what to run.
+func checkReload(ctx context.Context, e *Env) []Row {
+	if e.PathsErr != nil {
+		return noPaths(e)
+	}
+	if e.Push == nil {
+		return []Row{skip("systemctl --user start collie.service", "the daemon is not running")}
+	}
+	cctx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	st, err := e.Push(cctx)
+	switch {
+	case errors.Is(err, control.ErrNotRunning):
+		return []Row{skip("systemctl --user start collie.service", "the daemon is not running")}
+	case err != nil:
+		return []Row{skip("see the daemon row", "the daemon does not answer: %v", err)}
+	case st.Config == nil:
+		return []Row{skip("", "the daemon reads no config.toml (collie demo)")}
+	}
+	c := *st.Config
+	path := e.Paths.ConfigFile()
+	read := c.ReadAt.Local().Format(time.DateTime)
+	switch {
+	case c.Error != "":
+		return []Row{fail("fix "+path+" as the message says, then: systemctl --user reload collie",
+			"the last reload of config.toml was refused, so the daemon runs with the settings it read at %s: %s", read, clean(c.Error))}
+	case len(c.Restart) > 0:
+		return []Row{warn("systemctl --user restart collie",
+			"config.toml changed %s since the daemon started; a reload cannot apply that, a restart does", strings.Join(c.Restart, ", "))}
+	}
+	if fi, err := os.Stat(path); err == nil && fi.ModTime().After(c.ReadAt) {
+		return []Row{warn("systemctl --user reload collie (what a reload cannot apply, it names here)",
+			"config.toml changed at %s, after the daemon read it at %s", fi.ModTime().Local().Format(time.DateTime), read)}
+	}
+	return []Row{ok("the daemon runs with config.toml as it is (read at %s)", read)}
 }

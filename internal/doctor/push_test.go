@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/control"
+	"github.com/collie-linux/collie/internal/push/guard"
 )
 
 // TestPushRow_D9: the push row names the providers in use, the last push's
@@ -28,11 +29,17 @@ func TestPushRow_D9(t *testing.T) {
 	}{
 		{"ok_with_counts", "", control.PushStatus{Providers: []string{"ntfy", "desktop"}, Sent: 12, Held: 980, Summaries: 1,
 			Last: map[string]control.PushResult{"ntfy": {At: at, Kind: "question", OK: true, Attempts: 1}, "desktop": {At: at, Kind: "question", OK: true, Attempts: 1}}},
-			nil, OK, []string{"providers: ntfy, desktop", "12 sent, 980 held back, 1 summaries", "last push: desktop ok at 2026-12-02 18:40:00, ntfy ok at"}},
+			nil, OK, []string{"providers: ntfy, desktop", "12 delivered, 980 held back, 1 summaries, 0 test pushes;", "last push: desktop ok at 2026-12-02 18:40:00, ntfy ok at"}},
+		{"D9_undelivered_not_counted", "", control.PushStatus{Providers: []string{"ntfy"}, Sent: 2, Undelivered: 5},
+			nil, OK, []string{"2 delivered", "5 reached no one (not counted)"}},
+		{"D9_webpush_nowhere_to_deliver", "", control.PushStatus{Providers: []string{}, Off: []string{"desktop: turned off (desktop = false in [push])", "webpush: no paired device has turned on notifications yet"}},
+			nil, OK, []string{"no push provider is in use (desktop: turned off (desktop = false in [push]); webpush: no paired device has turned on notifications yet)"}},
+		{"D9_unreadable_file", "", control.PushStatus{Providers: []string{"ntfy"}, HoldingBack: guard.ReasonUnreadable("/s/push-guard.json"), Until: at.Add(time.Hour)},
+			nil, OK, []string{"the guard holds pushes back until 19:40:00: the push guard's file /s/push-guard.json could not be read", "rm /s/push-guard.json"}},
 		{"D9_silent_hour", "", control.PushStatus{Providers: []string{"ntfy"}, Summaries: 1, SentLastHour: 31, HoldingBack: "the host is silent for an hour after a summary push", Until: at.Add(time.Hour)},
-			nil, OK, []string{"the guard holds pushes back until 19:40: the host is silent"}},
-		{"D9_minute_limit", "", control.PushStatus{Providers: []string{"ntfy"}, SentLastHour: 10, HoldingBack: "10 pushes in the last minute on this host"},
-			nil, OK, []string{"the guard holds pushes back now: 10 pushes in the last minute"}},
+			nil, OK, []string{"the guard holds pushes back until 19:40:00: the host is silent"}},
+		{"D9_minute_limit", "", control.PushStatus{Providers: []string{"ntfy"}, SentLastHour: 10, HoldingBack: "10 pushes in the last minute on this host", Until: at.Add(35 * time.Second)},
+			nil, OK, []string{"the guard holds pushes back until 18:40:35: 10 pushes in the last minute"}},
 		{"D9_next_is_summary", "", control.PushStatus{Providers: []string{"ntfy"}, SentLastHour: 30}, nil, OK, []string{"the next question becomes the summary push"}},
 		{"last_failed", "", control.PushStatus{Providers: []string{"ntfy"},
 			Last: map[string]control.PushResult{"ntfy": {At: at, Kind: "question", OK: false, Attempts: 4, Answer: "ntfy at https://ntfy.sh answered 502 Bad Gateway"}}},
@@ -61,6 +68,49 @@ func TestPushRow_D9(t *testing.T) {
 			r := rows[0]
 			if r.Status != tc.status || (r.Status != OK && r.Fix == "") {
 				t.Fatalf("row %+v, want %s with a fix", r, tc.status)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.Message, w) {
+					t.Errorf("message %q lacks %q", r.Message, w)
+				}
+			}
+		})
+	}
+}
+
+// TestReloadRow: the config-reload row says whether the running daemon has
+// config.toml as it is: a reload refused (with the error, the daemon kept
+// its settings), settings only a restart applies, an edit not reloaded
+// yet, each with what to run.
+func TestReloadRow(t *testing.T) {
+	at := time.Date(2026, 12, 2, 18, 40, 0, 0, time.Local)
+	future := time.Now().Add(time.Hour)
+	for _, tc := range []struct {
+		name   string
+		cfg    *control.ConfigState
+		status Status
+		want   []string
+		fix    string
+	}{
+		{"as_is", &control.ConfigState{ReadAt: future}, OK, []string{"the daemon runs with config.toml as it is"}, ""},
+		{"refused", &control.ConfigState{ReadAt: at, Error: `config.toml, line 3: unknown setting "push.ntfy.topik"`}, Fail,
+			[]string{"the last reload of config.toml was refused, so the daemon runs with the settings it read at 2026-12-02 18:40:00", `unknown setting "push.ntfy.topik"`}, "systemctl --user reload collie"},
+		{"restart", &control.ConfigState{ReadAt: future, Restart: []string{"[devices]", "webpush in [push]"}}, Warn,
+			[]string{"config.toml changed [devices], webpush in [push] since the daemon started; a reload cannot apply that"}, "systemctl --user restart collie"},
+		{"edited_not_reloaded", &control.ConfigState{ReadAt: at}, Warn, []string{"after the daemon read it at 2026-12-02 18:40:00"}, "systemctl --user reload collie"},
+		{"demo", nil, Skip, []string{"reads no config.toml"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := healthy(t)
+			os.WriteFile(filepath.Join(e.Paths.Config, "config.toml"), []byte("[push]\n"), 0o600)
+			e.Push = func(context.Context) (control.PushStatus, error) { return control.PushStatus{Config: tc.cfg}, nil }
+			rows := run(t, e, "config-reload")
+			if len(rows) != 1 {
+				t.Fatalf("%d rows", len(rows))
+			}
+			r := rows[0]
+			if r.Status != tc.status || !strings.Contains(r.Fix, tc.fix) {
+				t.Fatalf("row %+v, want %s with fix %q", r, tc.status, tc.fix)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(r.Message, w) {

@@ -46,3 +46,26 @@ type Reporter interface {
 	// error, never holds a secret.
 	SendReport(ctx context.Context, m Message) (answer string, err error)
 }
+
+// PartialError is a failure of a provider with several destinations (the
+// browsers of several devices) that still delivered to Delivered of them:
+// the push reached someone, and counts as delivered; the dispatcher may
+// still retry for the rest. It may be wrapped by Permanent or in a
+// RetryAfterError.
+type PartialError struct {
+	Delivered int
+	Err       error
+}
+
+func (e *PartialError) Error() string { return e.Err.Error() }
+func (e *PartialError) Unwrap() error { return e.Err }
+
+// DeliveredTo is how many destinations err says a failed send still
+// reached (a PartialError's Delivered), 0 for any other error.
+func DeliveredTo(err error) int {
+	var p *PartialError
+	if errors.As(err, &p) {
+		return p.Delivered
+	}
+	return 0
+}

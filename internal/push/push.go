@@ -48,3 +48,21 @@ type Provider interface {
 	Name() string
 	Send(ctx context.Context, m Message) error
 }
+
+// Idler is a Provider that can have nowhere to deliver to: Web Push with
+// no device that turned notifications on. While Idle says why (not ""),
+// the provider is not in use: nothing is sent through it, and a push it
+// would have carried alone reached no one, so it counts for nothing.
+type Idler interface {
+	Provider
+	Idle() string
+}
+
+// IdleReason is p's Idle, or "" for a provider that always has somewhere
+// to deliver to.
+func IdleReason(p Provider) string {
+	if i, ok := p.(Idler); ok {
+		return i.Idle()
+	}
+	return ""
+}

@@ -12,17 +12,27 @@
 // MaxWait), stopping at a failure marked permanent. A full queue drops the
 // push with a log line; a provider that cannot send blocks no other.
 //
-// The journal gets a debug line for every decision (sent, held back,
-// summarised, with the running counts), an info line for a summary, and
-// one warning when a provider starts failing (not one per try or per
-// push): later failures are debug lines until it works again, which is an
-// info line. Nothing logged holds a secret: providers' errors never do.
+// A provider with nowhere to deliver to (push.Idler: Web Push before any
+// device turned notifications on) is not in use: nothing goes through it.
+// With no provider in use a question is not decided at all, and counts
+// nothing. A push the guard let out counts against its limits only when
+// it was delivered: when every provider it went to failed all its tries
+// (or it was dropped), the guard uncounts it (guard.Undelivered).
+//
+// The journal gets a debug line for every push sent, an info line for
+// every push held back (with its reason and when pushes go out again), for
+// a summary, and for a push that reached no one, and one warning when a
+// provider starts failing (not one per try or per push): later failures
+// are debug lines until it works again, which is an info line. Nothing
+// logged holds a secret: providers' errors never do.
 package dispatch
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -53,8 +63,9 @@ type Options struct {
 	URL func() string
 }
 
-// ReasonNoProvider is why nothing is pushed when no provider is configured.
-const ReasonNoProvider = "no push provider is configured"
+// ReasonNoProvider is why nothing is pushed when no provider is in use:
+// none is configured, or none has anywhere to deliver to.
+const ReasonNoProvider = "no push provider is in use"
 
 // Result is the outcome of the last push a provider was given.
 type Result struct {
@@ -63,24 +74,67 @@ type Result struct {
 	OK       bool      `json:"ok"`
 	Answer   string    `json:"answer,omitempty"` // what the provider answered, or why it failed
 	Attempts int       `json:"attempts"`
+	// Delivered: it reached at least one destination (OK, or a failure
+	// that still reached some of them).
+	Delivered bool `json:"delivered"`
 }
 
 // Dispatcher decides and sends. Start it, then give it questions.
 type Dispatcher struct {
 	o       Options
-	central chan push.Message
+	central chan job
 	dirty   chan struct{}
-	workers []*worker
 	wg      sync.WaitGroup
 
-	mu   sync.Mutex
-	last map[string]Result
+	mu      sync.Mutex
+	ctx     context.Context // Start's: new workers run under it
+	workers []*worker
+	preview bool
+	last    map[string]Result
 }
 
 type worker struct {
 	p       push.Provider
-	queue   chan push.Message
+	queue   chan job
+	stop    context.CancelFunc // nil until started
+	done    chan struct{}
 	failing bool // only the worker's goroutine reads and writes it
+}
+
+// job is one push on its way, with the ticket that tells the guard
+// whether anyone got it.
+type job struct {
+	m push.Message
+	t *ticket
+}
+
+// ticket follows one push the guard counted to every provider it went to:
+// when the last is done and none delivered it, the guard uncounts it.
+type ticket struct {
+	d   *Dispatcher
+	dec guard.Decision
+
+	mu        sync.Mutex
+	left      int
+	delivered bool
+}
+
+// done is one provider's end of the push.
+func (t *ticket) done(delivered bool) {
+	t.mu.Lock()
+	t.left--
+	t.delivered = t.delivered || delivered
+	last := t.left == 0 && !t.delivered
+	t.mu.Unlock()
+	if last {
+		t.d.undelivered(t)
+	}
+}
+
+func (d *Dispatcher) undelivered(t *ticket) {
+	d.o.Guard.Undelivered(&t.dec)
+	d.o.Log.Info("a push reached no one (every provider failed or had nowhere to send it); it does not count against the push limits", "outcome", t.dec.Outcome.String())
+	d.markDirty()
 }
 
 // New returns a dispatcher; Start runs it.
@@ -91,20 +145,93 @@ func New(o Options) *Dispatcher {
 	if o.URL == nil {
 		o.URL = func() string { return "" }
 	}
-	d := &Dispatcher{o: o, central: make(chan push.Message, QueueLen), dirty: make(chan struct{}, 1), last: map[string]Result{}}
-	for _, p := range o.Providers {
-		d.workers = append(d.workers, &worker{p: p, queue: make(chan push.Message, QueueLen)})
-	}
+	d := &Dispatcher{o: o, central: make(chan job, QueueLen), dirty: make(chan struct{}, 1), last: map[string]Result{}, preview: o.Preview}
+	d.workers = newWorkers(o.Providers, nil)
 	return d
+}
+
+// newWorkers makes a worker for each provider, keeping the running worker
+// of a provider that is in old already.
+func newWorkers(ps []push.Provider, old []*worker) []*worker {
+	out := make([]*worker, 0, len(ps))
+	for _, p := range ps {
+		w := &worker{p: p, queue: make(chan job, QueueLen), done: make(chan struct{})}
+		for _, o := range old {
+			if o.p == p {
+				w = o
+			}
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 // Start runs the dispatcher's goroutines until ctx ends; Wait waits for
 // them, and the guard's last save.
 func (d *Dispatcher) Start(ctx context.Context) {
-	d.wg.Add(1 + len(d.workers))
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.ctx = ctx
+	d.wg.Add(1)
 	go d.run(ctx)
 	for _, w := range d.workers {
-		go d.work(ctx, w)
+		d.startLocked(w)
+	}
+}
+
+// startLocked starts w's goroutine. Callers hold d.mu, after Start.
+func (d *Dispatcher) startLocked(w *worker) {
+	ctx, cancel := context.WithCancel(d.ctx)
+	w.stop = cancel
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		defer close(w.done)
+		defer cancel()
+		d.work(ctx, w)
+	}()
+}
+
+// SetProviders puts ps in place of the providers (a reload of
+// config.toml), with previews on or off. A provider in both lists keeps
+// its worker and queue; the workers of the others are stopped (a push on
+// its way through them is cut, and counts as not delivered by them), and
+// SetProviders returns when they have ended, so the caller may close those
+// providers.
+func (d *Dispatcher) SetProviders(ps []push.Provider, preview bool) {
+	d.mu.Lock()
+	old := d.workers
+	d.workers = newWorkers(ps, old)
+	d.preview = preview
+	var stopped []*worker
+	for _, o := range old {
+		if !slices.Contains(d.workers, o) {
+			stopped = append(stopped, o)
+		}
+	}
+	if d.ctx != nil {
+		for _, w := range d.workers {
+			if w.stop == nil {
+				d.startLocked(w)
+			}
+		}
+	}
+	d.mu.Unlock()
+	for _, w := range stopped {
+		if w.stop != nil {
+			w.stop()
+			<-w.done
+		}
+		// What was still queued for it reached no one through it.
+		for {
+			select {
+			case j := <-w.queue:
+				j.t.done(false)
+				continue
+			default:
+			}
+			break
+		}
 	}
 }
 
@@ -112,16 +239,51 @@ func (d *Dispatcher) Start(ctx context.Context) {
 func (d *Dispatcher) Wait() { d.wg.Wait() }
 
 // Preview reports whether pushes carry question text.
-func (d *Dispatcher) Preview() bool { return d.o.Preview }
+func (d *Dispatcher) Preview() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.preview
+}
 
 // Guard reports the guard's state now.
 func (d *Dispatcher) Guard() guard.Status { return d.o.Guard.Status() }
 
-// Providers names the configured providers.
+// Providers names the providers in use: configured, with somewhere to
+// deliver to.
 func (d *Dispatcher) Providers() []string {
-	out := make([]string, len(d.workers))
-	for i, w := range d.workers {
-		out[i] = w.p.Name()
+	out := []string{}
+	for _, w := range d.inUse() {
+		out = append(out, w.p.Name())
+	}
+	return out
+}
+
+// Idle says, for each configured provider that has nowhere to deliver to,
+// "name: why".
+func (d *Dispatcher) Idle() []string {
+	var out []string
+	for _, w := range d.current() {
+		if why := push.IdleReason(w.p); why != "" {
+			out = append(out, w.p.Name()+": "+why)
+		}
+	}
+	return out
+}
+
+func (d *Dispatcher) current() []*worker {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.workers)
+}
+
+// inUse are the workers whose provider has somewhere to deliver to now.
+func (d *Dispatcher) inUse() []*worker {
+	ws := d.current()
+	out := ws[:0]
+	for _, w := range ws {
+		if push.IdleReason(w.p) == "" {
+			out = append(out, w)
+		}
 	}
 	return out
 }
@@ -129,8 +291,8 @@ func (d *Dispatcher) Providers() []string {
 // Question decides q and queues its push when it gets one. It never
 // blocks on a provider or on the disk.
 func (d *Dispatcher) Question(q Question) guard.Decision {
-	if len(d.workers) == 0 {
-		// Nothing to send through: nothing is counted either.
+	if len(d.inUse()) == 0 {
+		// Nothing would receive it: nothing is decided or counted.
 		return guard.Decision{Outcome: guard.Held, Reason: ReasonNoProvider}
 	}
 	dec := d.o.Guard.Decide(q.Key(), q.ConversationKey())
@@ -142,23 +304,42 @@ func (d *Dispatcher) Question(q Question) guard.Decision {
 	switch dec.Outcome {
 	case guard.Push:
 		log.Debug("push sent")
-		d.enqueue(Compose(q, d.o.Preview, d.o.URL()))
+		d.enqueue(Compose(q, d.Preview(), d.o.URL()), dec)
 	case guard.Summary:
 		log.Debug("push summarised", "waiting", dec.Waiting, "until", dec.Until)
-		d.o.Log.Info("30 pushes in the last hour: one summary push, then no push for an hour (D9)", "waiting", dec.Waiting, "until", dec.Until.Format(time.RFC3339))
-		d.enqueue(summary(dec.Waiting, dec.Until, d.o.URL()))
+		d.o.Log.Info(fmt.Sprintf("30 pushes in the last hour: one summary push for %d questions waiting, then no push until %s", dec.Waiting, clock(dec.Until)), "waiting", dec.Waiting, "until", dec.Until.Format(time.RFC3339))
+		d.enqueue(summary(dec.Waiting, dec.Until, d.o.URL()), dec)
 	case guard.Held:
-		log.Debug("push held back", "reason", dec.Reason)
+		log.Info(HeldLine("a question's push was held back", dec.Reason, dec.Until), "reason", dec.Reason, "until", dec.Until.Format(time.RFC3339))
 		d.markDirty()
 	}
 	return dec
 }
 
-func (d *Dispatcher) enqueue(m push.Message) {
+// HeldLine is the sentence for a push held back: what, why, and when
+// pushes go out again.
+func HeldLine(what, reason string, until time.Time) string {
+	return what + ": " + HeldWhy(reason, until)
+}
+
+// HeldWhy is why a push was held back and when the next can go out.
+func HeldWhy(reason string, until time.Time) string {
+	if until.IsZero() {
+		return reason
+	}
+	return fmt.Sprintf("%s; the next can go out at %s", reason, clock(until))
+}
+
+// clock is a time of day as the journal and doctor show it.
+func clock(t time.Time) string { return t.Local().Format("15:04:05") }
+
+func (d *Dispatcher) enqueue(m push.Message, dec guard.Decision) {
+	j := job{m: m, t: &ticket{d: d, dec: dec, left: 1}}
 	select {
-	case d.central <- m:
+	case d.central <- j:
 	default:
 		d.o.Log.Warn("a push was dropped: too many pushes waiting to be sent", "kind", kindName(m.Kind))
+		j.t.done(false)
 	}
 }
 
@@ -169,7 +350,7 @@ func (d *Dispatcher) markDirty() {
 	}
 }
 
-// run saves the guard's counts and hands pushes to the providers.
+// run saves the guard's counts and hands pushes to the providers in use.
 func (d *Dispatcher) run(ctx context.Context) {
 	defer d.wg.Done()
 	var timer *time.Timer
@@ -186,13 +367,22 @@ func (d *Dispatcher) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case m := <-d.central:
+		case j := <-d.central:
 			save() // before the push leaves (D9: a crash must not forget it)
-			for _, w := range d.workers {
+			ws := d.inUse()
+			if len(ws) == 0 {
+				j.t.done(false)
+				continue
+			}
+			j.t.mu.Lock()
+			j.t.left += len(ws) - 1 // the 1 enqueue gave it is this hand-over's
+			j.t.mu.Unlock()
+			for _, w := range ws {
 				select {
-				case w.queue <- m:
+				case w.queue <- j:
 				default:
-					d.o.Log.Warn("a push was dropped: the provider is behind", "provider", w.p.Name(), "kind", kindName(m.Kind))
+					d.o.Log.Warn("a push was dropped: the provider is behind", "provider", w.p.Name(), "kind", kindName(j.m.Kind))
+					j.t.done(false)
 				}
 			}
 		case <-d.dirty:
@@ -213,19 +403,20 @@ func (d *Dispatcher) run(ctx context.Context) {
 
 // work sends what the provider's queue holds, with retries.
 func (d *Dispatcher) work(ctx context.Context, w *worker) {
-	defer d.wg.Done()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case m := <-w.queue:
-			r := d.send(ctx, w.p, m)
+		case j := <-w.queue:
+			r := d.send(ctx, w.p, j.m)
 			d.record(w, r)
+			j.t.done(r.Delivered)
 		}
 	}
 }
 
-// send tries m on p up to Attempts times.
+// send tries m on p up to Attempts times; a failure marked permanent (a
+// 4xx, a redirect) gets one try.
 func (d *Dispatcher) send(ctx context.Context, p push.Provider, m push.Message) Result {
 	r := Result{Kind: kindName(m.Kind)}
 	wait := Backoff
@@ -234,9 +425,10 @@ func (d *Dispatcher) send(ctx context.Context, p push.Provider, m push.Message) 
 		answer, err := sendOnce(ctx, p, m)
 		r.At = time.Now()
 		if err == nil {
-			r.OK, r.Answer = true, answer
+			r.OK, r.Delivered, r.Answer = true, true, answer
 			return r
 		}
+		r.Delivered = r.Delivered || push.DeliveredTo(err) > 0
 		r.Answer = err.Error()
 		if push.IsPermanent(err) || r.Attempts >= Attempts || ctx.Err() != nil {
 			return r
@@ -282,12 +474,12 @@ func (d *Dispatcher) record(w *worker, r Result) {
 	switch {
 	case r.OK && w.failing:
 		w.failing = false
-		log.Info("push provider works again", "answer", r.Answer)
+		log.Info("push provider works again: "+w.p.Name(), "answer", r.Answer)
 	case r.OK:
 		log.Debug("push delivered to the provider", "answer", r.Answer)
 	case !w.failing:
 		w.failing = true
-		log.Warn("push provider failed; further failures are debug lines until it works again", "err", r.Answer)
+		log.Warn("push provider failed: "+w.p.Name()+": "+r.Answer+"; further failures are debug lines until it works again", "err", r.Answer)
 	default:
 		log.Debug("push provider failed again", "err", r.Answer)
 	}
@@ -308,44 +500,69 @@ func (d *Dispatcher) Last() map[string]Result {
 type TestAnswer struct {
 	Provider string `json:"provider"`
 	OK       bool   `json:"ok"`
-	Answer   string `json:"answer"`
+	// Idle: the provider has nowhere to deliver to (Answer says why), so
+	// nothing was sent through it.
+	Idle   bool   `json:"idle,omitempty"`
+	Answer string `json:"answer"`
 }
 
-// Test sends one test push through the guard and, when it lets it out, to
-// every provider at once (one try each, bounded by ctx), and returns what
-// each answered. held is the guard's reason when it held the push back.
-func (d *Dispatcher) Test(ctx context.Context) (answers []TestAnswer, held string) {
-	if len(d.workers) == 0 {
-		return nil, ""
+// TestOutcome is what collie push test did.
+type TestOutcome struct {
+	Answers []TestAnswer
+	// Held is the guard's reason when it held the test push back, and
+	// Until when a test push can go out again.
+	Held  string
+	Until time.Time
+}
+
+// Test sends one test push to every provider in use at once (one try
+// each, bounded by ctx), when the guard lets it out, and returns what each
+// answered; a provider with nowhere to deliver to answers Idle. A test
+// push that reached no one counts nothing.
+func (d *Dispatcher) Test(ctx context.Context) TestOutcome {
+	var out TestOutcome
+	var ws []*worker
+	for _, w := range d.current() {
+		if why := push.IdleReason(w.p); why != "" {
+			out.Answers = append(out.Answers, TestAnswer{Provider: w.p.Name(), Idle: true, Answer: why})
+		} else {
+			ws = append(ws, w)
+		}
+	}
+	if len(ws) == 0 {
+		return out
 	}
 	dec := d.o.Guard.Test()
-	st := d.o.Guard.Status()
 	if dec.Outcome != guard.Push {
-		d.o.Log.Debug("test push held back", "reason", dec.Reason, "sent", st.Sent, "held", st.Held, "summaries", st.Summaries)
-		return nil, dec.Reason
+		d.o.Log.Info(HeldLine("a test push was held back", dec.Reason, dec.Until), "reason", dec.Reason, "until", dec.Until.Format(time.RFC3339))
+		out.Held, out.Until = dec.Reason, dec.Until
+		return out
 	}
-	d.o.Log.Debug("test push sent", "sent", st.Sent, "held", st.Held, "summaries", st.Summaries)
-	if err := d.o.Guard.Save(); err != nil {
-		d.o.Log.Error(err.Error())
-	}
+	d.o.Log.Debug("test push sent")
 	m := testMessage(d.o.URL())
-	answers = make([]TestAnswer, len(d.workers))
+	answers := make([]TestAnswer, len(ws))
+	delivered := make([]bool, len(ws))
 	var wg sync.WaitGroup
-	for i, w := range d.workers {
+	for i, w := range ws {
 		wg.Go(func() {
 			answer, err := sendOnce(ctx, w.p, m)
 			a := TestAnswer{Provider: w.p.Name(), OK: err == nil, Answer: answer}
+			delivered[i] = err == nil || push.DeliveredTo(err) > 0
 			if err != nil {
 				a.Answer = err.Error()
 			}
 			answers[i] = a
 			d.mu.Lock()
-			d.last[w.p.Name()] = Result{At: time.Now(), Kind: kindName(push.KindTest), OK: a.OK, Answer: a.Answer, Attempts: 1}
+			d.last[w.p.Name()] = Result{At: time.Now(), Kind: kindName(push.KindTest), OK: a.OK, Answer: a.Answer, Attempts: 1, Delivered: delivered[i]}
 			d.mu.Unlock()
 		})
 	}
 	wg.Wait()
-	return answers, ""
+	if !slices.Contains(delivered, true) {
+		d.o.Guard.Undelivered(&dec)
+	}
+	out.Answers = append(answers, out.Answers...)
+	return out
 }
 
 func kindName(k push.Kind) string {

@@ -292,36 +292,52 @@ func TestNoProvider(t *testing.T) {
 	if st := d.o.Guard.Status(); st.Sent+st.Held != 0 {
 		t.Fatalf("counted %+v", st.Counters)
 	}
-	if answers, held := d.Test(context.Background()); answers != nil || held != "" {
-		t.Fatalf("test: %v %q", answers, held)
+	if out := d.Test(context.Background()); out.Answers != nil || out.Held != "" {
+		t.Fatalf("test: %+v", out)
 	}
 }
 
-// TestPushTest: collie push test goes through the guard (counted, held
-// back in the silent hour) and reports each provider's answer.
+// TestPushTest: collie push test goes to every provider in use and
+// reports each one's answer; a test push is counted only among test
+// pushes (3 a minute), so six in a row never hold a question back; the
+// fourth in a minute is held back, saying when the next can go, with an
+// info line.
 func TestPushTest(t *testing.T) {
 	now := time.Now()
 	g, _ := guard.Open(guard.Options{Now: func() time.Time { return now }})
 	bad := &fake{name: "desktop", fail: func(int) error { return errors.New("the notification server did not answer") }}
 	good := &fake{name: "ntfy"}
-	d, _, stop := start(t, Options{Guard: g, Providers: []push.Provider{good, bad}, URL: func() string { return "https://collie.example/" }})
+	d, l, stop := start(t, Options{Guard: g, Providers: []push.Provider{good, bad}, URL: func() string { return "https://collie.example/" }})
 	defer stop()
-	answers, held := d.Test(context.Background())
-	want := []TestAnswer{{"ntfy", true, "sent"}, {"desktop", false, "the notification server did not answer"}}
-	if held != "" || fmt.Sprint(answers) != fmt.Sprint(want) {
-		t.Fatalf("answers %v held %q, want %v", answers, held, want)
+	out := d.Test(context.Background())
+	want := []TestAnswer{{"ntfy", true, false, "sent"}, {"desktop", false, false, "the notification server did not answer"}}
+	if out.Held != "" || fmt.Sprint(out.Answers) != fmt.Sprint(want) {
+		t.Fatalf("answers %v held %q, want %v", out.Answers, out.Held, want)
 	}
 	if m := good.messages()[0]; m.Kind != push.KindTest || m.URL != "https://collie.example/" {
 		t.Fatalf("message %+v", m)
 	}
-	if st := g.Status(); st.Sent != 1 {
-		t.Fatalf("the test push was not counted: %+v", st.Counters)
+	if st := g.Status(); st.Tests != 1 || st.Sent != 0 || st.SentLastHour != 0 {
+		t.Fatalf("the test push was counted among questions: %+v", st)
 	}
-	for i := range 9 {
-		d.Question(q("a", fmt.Sprint("c", i), i))
+	for range 5 {
+		d.Test(context.Background())
 	}
-	if _, held := d.Test(context.Background()); held != guard.ReasonHostMinute {
-		t.Fatalf("the 11th push in a minute: held %q", held)
+	held := 0
+	for i := range 10 {
+		if dec := d.Question(q("a", fmt.Sprint("c", i), i)); dec.Outcome != guard.Push {
+			held++
+		}
+	}
+	if held != 0 {
+		t.Fatalf("after six test pushes, %d of 10 questions were held back", held)
+	}
+	out = d.Test(context.Background())
+	if out.Held != guard.ReasonTests || !out.Until.Equal(time.UnixMilli(now.Add(time.Minute).UnixMilli())) {
+		t.Fatalf("the fourth test in a minute: %+v", out)
+	}
+	if n := l.count(slog.LevelInfo, "a test push was held back: "+guard.ReasonTests+"; the next can go out at"); n != 4 {
+		t.Fatalf("%d info lines for 4 test pushes held back (the 4th to 7th)", n)
 	}
 }
 
@@ -377,10 +393,11 @@ func TestCompose_D4(t *testing.T) {
 	})
 }
 
-// TestEveryDecisionIsADebugLine_D9: every push sent, held back or
-// summarised is a debug line carrying the guard's running counts, for the
-// journal; a repeat is none; the summary is an info line too.
-func TestEveryDecisionIsADebugLine_D9(t *testing.T) {
+// TestEveryDecisionIsALogLine_D9: every push sent or summarised is a
+// debug line carrying the guard's running counts, for the journal; every
+// push held back is an info line with its reason and when the next can
+// go out; a repeat is none; the summary is an info line too.
+func TestEveryDecisionIsALogLine_D9(t *testing.T) {
 	now := time.Now()
 	g, _ := guard.Open(guard.Options{Now: func() time.Time { return now }})
 	d, l, stop := start(t, Options{Guard: g, Providers: []push.Provider{&fake{name: "ntfy"}}})
@@ -393,8 +410,8 @@ func TestEveryDecisionIsADebugLine_D9(t *testing.T) {
 	}
 	d.Question(q("a", "last", 999)) // the 31st: the summary
 	d.Question(q("a", "last", 999)) // a repeat: nothing
-	if sent, held, sum := l.count(slog.LevelDebug, "push sent"), l.count(slog.LevelDebug, "push held back"), l.count(slog.LevelDebug, "push summarised"); sent != 30 || held != 6 || sum != 1 {
-		t.Fatalf("debug lines: %d sent, %d held back, %d summarised; want 30, 6, 1", sent, held, sum)
+	if sent, held, sum := l.count(slog.LevelDebug, "push sent"), l.count(slog.LevelInfo, "a question's push was held back: "+guard.ReasonHostMinute+"; the next can go out at"), l.count(slog.LevelDebug, "push summarised"); sent != 30 || held != 6 || sum != 1 {
+		t.Fatalf("lines: %d sent (debug), %d held back (info, with when), %d summarised; want 30, 6, 1", sent, held, sum)
 	}
 	if n := l.count(slog.LevelInfo, "30 pushes in the last hour"); n != 1 {
 		t.Fatalf("%d info lines for the summary", n)

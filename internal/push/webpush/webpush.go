@@ -162,6 +162,20 @@ func (p *Provider) authorization(origin string) (string, error) {
 	return h, nil
 }
 
+// SetSubject changes the VAPID contact (a reload of [push] contact); the
+// next push to each service signs a new token with it.
+func (p *Provider) SetSubject(subject string) {
+	if subject == "" {
+		subject = DefaultSubject
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.subject != subject {
+		p.subject = subject
+		clear(p.tokens)
+	}
+}
+
 // SetSubscriptions gives the provider its subscriptions (the device
 // store). Until then it has none, and a question's push goes nowhere.
 func (p *Provider) SetSubscriptions(s Subscriptions) { p.subs.Store(&subsBox{s}) }
@@ -182,6 +196,15 @@ func (p *Provider) PublicKey() string { return p.keys.PublicKey() }
 // NoSubscriptions is SendReport's answer when no device has turned
 // notifications on (collie push test shows it).
 const NoSubscriptions = "no paired device has turned on notifications yet; open Collie on the phone and tap Turn on notifications"
+
+// Idle implements push.Idler: NoSubscriptions while no paired device has
+// turned notifications on.
+func (p *Provider) Idle() string {
+	if subs := p.subscriptions(); subs != nil && len(subs.PushTargets()) > 0 {
+		return ""
+	}
+	return NoSubscriptions
+}
 
 // Error is a push a push service did not take. Temporary ones (429, 5xx,
 // the network) are worth retrying; the notification's tag makes a push
@@ -287,6 +310,9 @@ func (p *Provider) SendReport(ctx context.Context, m push.Message) (string, erro
 		return answer, nil
 	}
 	err = errors.Join(errs...)
+	if took > 0 {
+		err = &push.PartialError{Delivered: took, Err: err}
+	}
 	switch {
 	case !retry:
 		return "", push.Permanent(err)
