@@ -55,7 +55,7 @@ func (l *liveConfig) State() control.ConfigState {
 func (l *liveConfig) reload(ctx context.Context) {
 	cfg, _, err := config.Load(l.path)
 	if err != nil {
-		l.log.Error("config.toml was not reloaded, so the daemon keeps the settings it runs with: "+err.Error(), "config", l.path, "err", err)
+		l.log.Error("config.toml was not reloaded, so the daemon keeps the settings it runs with: "+err.Error(), "config", l.path)
 		l.mu.Lock()
 		l.state.Error = err.Error()
 		l.mu.Unlock()
