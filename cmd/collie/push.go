@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -212,6 +213,15 @@ func cmdPushTest(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
+	return reportPushTest(e.stdout, t, *asJSON)
+}
+
+// reportPushTest prints what each provider answered collie push test
+// (unless asJSON: the JSON is printed already), one line per provider
+// and per failure, and returns the command's error: the guard held the
+// test back (why, and when the next can go), nothing is in use, a
+// provider failed, or nothing could be delivered.
+func reportPushTest(w io.Writer, t control.PushTest, asJSON bool) error {
 	switch {
 	case t.Held != "":
 		return hint.Errorf("test pushes are limited apart from questions' pushes, so they never hold a question back; collie doctor --check push shows the guard's state",
@@ -228,13 +238,13 @@ func cmdPushTest(ctx context.Context, e *env, args []string) error {
 		case !a.OK:
 			state, failed = "failed", failed+1
 		}
-		if *asJSON {
+		if asJSON {
 			continue
 		}
 		// A provider with several destinations (Web Push: one per
 		// device) may fail at several: one line each.
 		for line := range strings.SplitSeq(a.Answer, "\n") {
-			fmt.Fprintf(e.stdout, "%s: %s: %s\n", sanitize.TerminalLine(a.Provider), state, sanitize.TerminalLine(line))
+			fmt.Fprintf(w, "%s: %s: %s\n", sanitize.TerminalLine(a.Provider), state, sanitize.TerminalLine(line))
 		}
 	}
 	switch {

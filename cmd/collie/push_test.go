@@ -11,9 +11,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
+	"time"
 
 	"github.com/godbus/dbus/v5"
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/collie-linux/collie/internal/config"
+	"github.com/collie-linux/collie/internal/control"
 )
 
 // ntfyDouble is the script command `ntfy`: it starts a local ntfy server
@@ -101,4 +106,58 @@ func notifyd(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("could not own org.freedesktop.Notifications")
 	}
 	ts.Setenv("DBUS_SESSION_BUS_ADDRESS", addr)
+}
+
+// TestReportPushTest: collie push test prints one line per provider and
+// one per failure of a provider with several destinations; a provider with
+// nowhere to deliver to says "nothing to deliver", never ok; a test held
+// back says why and when the next can go out.
+func TestReportPushTest(t *testing.T) {
+	until := time.Date(2026, 12, 2, 18, 41, 5, 0, time.Local)
+	for _, tc := range []struct {
+		name    string
+		t       control.PushTest
+		out     string
+		errWant string // "" for success
+	}{
+		{"ok", control.PushTest{Answers: []control.PushAnswer{{Provider: "ntfy", OK: true, Answer: "ntfy at https://ntfy.sh accepted it (message m1)"}}},
+			"ntfy: ok: ntfy at https://ntfy.sh accepted it (message m1)\n", ""},
+		{"several_failures_one_line_each", control.PushTest{Answers: []control.PushAnswer{
+			{Provider: "ntfy", OK: true, Answer: "sent"},
+			{Provider: "webpush", Answer: "web push to device d-1: https://fcm.googleapis.com failed (503)\nweb push to device d-2: https://updates.push.services.mozilla.com refused the push (400)"}}},
+			"ntfy: ok: sent\nwebpush: failed: web push to device d-1: https://fcm.googleapis.com failed (503)\nwebpush: failed: web push to device d-2: https://updates.push.services.mozilla.com refused the push (400)\n",
+			"1 push provider failed"},
+		{"nothing_to_deliver", control.PushTest{Answers: []control.PushAnswer{{Provider: "webpush", Idle: true, Answer: "no paired device has turned on notifications yet"}}},
+			"webpush: nothing to deliver: no paired device has turned on notifications yet\n", "nothing to deliver"},
+		{"one_idle_one_ok", control.PushTest{Answers: []control.PushAnswer{{Provider: "ntfy", OK: true, Answer: "sent"}, {Provider: "webpush", Idle: true, Answer: "none"}}},
+			"ntfy: ok: sent\nwebpush: nothing to deliver: none\n", ""},
+		{"held", control.PushTest{Held: "3 test pushes in the last minute", Until: until}, "", "the push guard held the test push back: 3 test pushes in the last minute; the next can go out at 18:41:05"},
+		{"none", control.PushTest{}, "", "no push provider is in use"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			err := reportPushTest(&b, tc.t, false)
+			if b.String() != tc.out {
+				t.Errorf("printed:\n%s\nwant:\n%s", b.String(), tc.out)
+			}
+			switch {
+			case tc.errWant == "" && err != nil:
+				t.Errorf("err %v", err)
+			case tc.errWant != "" && (err == nil || !strings.Contains(err.Error(), tc.errWant)):
+				t.Errorf("err %v, want %q", err, tc.errWant)
+			}
+		})
+	}
+}
+
+// TestWebPushContact: [push] contact is the VAPID contact the daemon's
+// Web Push provider signs with; unset, the project's page.
+func TestWebPushContact(t *testing.T) {
+	paths := config.Paths{State: t.TempDir()}
+	if o := webPushOptions(paths, config.Push{Contact: "mailto:ops@example.org"}, nil); o.Subject != "mailto:ops@example.org" || o.StateDir != paths.State {
+		t.Fatalf("options %+v", o)
+	}
+	if o := webPushOptions(paths, config.Push{}, nil); o.Subject != config.DefaultContact {
+		t.Fatalf("default contact %q", o.Subject)
+	}
 }
