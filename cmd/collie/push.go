@@ -74,9 +74,10 @@ func setupPush(ctx context.Context, e *env, paths config.Paths, cfg config.Push,
 	}
 	pp := s.providers(ctx, e, cfg, log)
 	pp.off = append(pp.off, webOff...)
-	g, err := guard.Open(guard.Options{Path: filepath.Join(paths.State, guard.FileName)})
+	gpath := filepath.Join(paths.State, guard.FileName)
+	g, err := guard.Open(guard.Options{Path: gpath})
 	if err != nil {
-		log.Error("the push guard's counts: " + err.Error())
+		log.Error("the push guard's counts: "+err.Error()+"; to start afresh at once: systemctl --user stop collie; rm "+gpath+"; systemctl --user start collie", "path", gpath)
 	}
 	log.Info("pushes through "+providerNames(pp.list), "providers", names(pp.list), "preview", cfg.Preview)
 	s.off, s.closer = pp.off, pp.closer
