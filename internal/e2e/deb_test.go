@@ -111,6 +111,7 @@ func TestDebInstall_L1_L2_L4_R14(t *testing.T) {
 	}
 	checkVersions(t, ctx)
 	checkShippedDocs(t, ctx)
+	checkNamedDocsInstalled(t, installed)
 	step("dpkg -i")
 
 	um := systemdtest.Start(t)
