@@ -107,7 +107,7 @@ func fetchFailed(origin, host, addr string, err error) Row {
 		return fail("public_url is https://: put a TLS proxy in front of "+addr+", or set tls_cert and tls_key ("+phoneDocs+")",
 			"%s does not speak TLS", origin)
 	case errors.As(err, &dnsErr):
-		return fail("check the name, or start what makes it (tailscale up; the DNS entry of your proxy) ("+phoneDocs+")",
+		return fail("check the name, or make it resolve: tailscale up for a tailnet name; for a LAN name such as collie.home.arpa, an entry on your router's or LAN's DNS server (the phone needs it too), or a line in /etc/hosts for this machine ("+phoneDocs+")",
 			"this machine cannot resolve %s (%v)", host, dnsErr)
 	}
 	return fail("start the reverse proxy (or tailscale serve) in front of "+addr+" ("+phoneDocs+")",

@@ -79,7 +79,7 @@ func TestPublicURL_D6(t *testing.T) {
 			http.Error(w, "wrong-host", http.StatusMisdirectedRequest)
 		}, status: Fail, message: "refused its host name: the daemon runs with another public_url", fix: "systemctl --user restart collie"},
 		{name: "plain_http_there", toml: public, plain: true, handler: bridge, status: Fail, message: "https://collie.example.test does not speak TLS", fix: "put a TLS proxy"},
-		{name: "name_does_not_resolve", toml: "[devices]\npublic_url = \"https://collie.invalid\"\n", noDNS: true, status: Fail, message: "this machine cannot resolve collie.invalid", fix: "check the name"},
+		{name: "name_does_not_resolve", toml: "[devices]\npublic_url = \"https://collie.invalid\"\n", noDNS: true, status: Fail, message: "this machine cannot resolve collie.invalid", fix: "an entry on your router's or LAN's DNS server"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
