@@ -18,11 +18,11 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/collie-linux/collie/internal/agentauth"
 	"github.com/collie-linux/collie/internal/agentwire"
+	"github.com/collie-linux/collie/internal/bearer"
 	"github.com/collie-linux/collie/internal/jsonstrict"
 	"github.com/collie-linux/collie/internal/wire"
 )
@@ -257,21 +257,23 @@ func (a *API) revoke(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req, &req.Schema, agentwire.SchemaRevoke) {
 		return
 	}
-	if _, err := a.o.Store.Revoke(req.RefreshToken, bearer(r)); err != nil {
+	if _, err := a.o.Store.Revoke(req.RefreshToken, bearerToken(r)); err != nil {
 		failWith(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func bearer(r *http.Request) string {
-	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+// bearerToken is the request's bearer token (bearer.Token, the one parser
+// of Authorization), "" when it carries none: a bare token is none.
+func bearerToken(r *http.Request) string {
+	tok, _ := bearer.Token(r.Header)
 	return tok
 }
 
 // authed is the session of the request's access token, or a 401.
 func (a *API) authed(w http.ResponseWriter, r *http.Request) (agentauth.Session, bool) {
-	s, err := a.o.Store.Authenticate(bearer(r))
+	s, err := a.o.Store.Authenticate(bearerToken(r))
 	if err != nil {
 		var e *agentauth.Error
 		code, msg := agentwire.CodeInvalid, "the access token is not valid; collie refreshes it, or run collie login --url BASE again"
