@@ -207,6 +207,11 @@ func RaftArgs(service, challenge string) []string {
 // if any, is neither read nor refreshed, and is replaced only by a session
 // the bridge issued and this package accepted.
 func (c *Client) Login(ctx context.Context, base string) (agentsession.Record, error) {
+	// Checked here as well as by the command line: a grant is single use,
+	// and the exchange would refuse such a base anyway (k2Transport).
+	if _, err := CheckBase(base); err != nil {
+		return agentsession.Record{}, err
+	}
 	// The store's folder first: a grant is single use, and spending one on
 	// a session that cannot be stored would waste it.
 	if _, err := agentsession.Dir(c.Env, c.Service); err != nil {
