@@ -24,6 +24,20 @@ type Identity struct {
 	App    string `json:"app"`    // the platform's installation id of the collie app (same rule)
 }
 
+// AgentKey is one agent: its id on its platform server, exactly as the
+// platform signed them (case and every byte kept). What there is one of
+// per agent is keyed by it: its live session (a new login replaces the
+// old), its board, its share of the pending grants. The app installation
+// is left out: an agent whose collie app was installed again is the same
+// agent.
+type AgentKey struct {
+	Server string
+	Agent  string
+}
+
+// Key is id's agent.
+func (id Identity) Key() AgentKey { return AgentKey{Server: id.Server, Agent: id.Agent} }
+
 // Options configure Open.
 type Options struct {
 	Path string           // the store's file, e.g. $XDG_STATE_HOME/collie/agent-sessions.json (0600; its folder exists, 0700)
@@ -107,6 +121,7 @@ const (
 // Limits (see the package doc).
 const (
 	maxPendingGrants   = 1000
+	maxPendingPerAgent = 16
 	maxLiveChains      = 8
 	maxRotated         = 64
 	maxProofMismatches = 5

@@ -2,6 +2,7 @@ package agentauth
 
 import (
 	"cmp"
+	"fmt"
 	"crypto/subtle"
 	"log/slog"
 	"slices"
@@ -23,7 +24,14 @@ func (s *Store) Grant(id Identity, challenge string) (grant string, expires time
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now().UTC()
-	if s.st.pending(now) >= maxPendingGrants {
+	// One agent's flood of logins never locks the others out: it runs
+	// into its own limit long before the bridge's.
+	all, its := s.st.pending(now, id.Key())
+	if its >= maxPendingPerAgent {
+		s.log.Warn("refused a grant: this agent has too many logins waiting to be completed", "pending", its, "agent", id.Agent, "server", id.Server)
+		return "", time.Time{}, refuse(agentwire.CodeTemporarilyUnavailable, fmt.Sprintf("This agent has %d logins waiting to be completed on this bridge; a login's grant expires 5 minutes after it was issued, so try again then.", its))
+	}
+	if all >= maxPendingGrants {
 		s.log.Warn("refused a grant: too many pending grants", "pending", maxPendingGrants, "agent", id.Agent)
 		return "", time.Time{}, refuse(agentwire.CodeTemporarilyUnavailable, "Too many logins are waiting to be completed on this bridge; try again in a few minutes.")
 	}
