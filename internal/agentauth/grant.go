@@ -2,8 +2,8 @@ package agentauth
 
 import (
 	"cmp"
-	"fmt"
 	"crypto/subtle"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
