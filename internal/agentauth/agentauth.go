@@ -122,7 +122,7 @@ const (
 const (
 	maxPendingGrants   = 1000
 	maxPendingPerAgent = 16
-	maxLiveChains      = 8
+	maxLiveChains      = 1 // per agent: a new login replaces the one before
 	maxRotated         = 64
 	maxProofMismatches = 5
 	keepEnded          = 7 * 24 * time.Hour

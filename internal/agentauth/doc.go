@@ -47,8 +47,9 @@
 // agent (AgentKey) and 1,000 in all (a further Grant is refused,
 // temporarily_unavailable), so one agent's flood leaves room for the
 // others; expired grants,
-// consumed ones included, are dropped at every write; at most 8 live
-// chains per identity (a 9th login revokes the oldest, "a newer login");
+// consumed ones included, are dropped at every write; one live chain
+// per agent (AgentKey): a new login revokes the one before, "a newer
+// login", so the agent's older sessions never stay live beside it;
 // a chain is dropped 7 days after it ended (revoked or expired); a chain
 // keeps the digests of its last 64 rotated-away refresh tokens.
 //

@@ -126,12 +126,13 @@ func mint(st *state, id Identity, now time.Time) (*chainRec, Tokens) {
 	return c, Tokens{Access: access, AccessExpires: c.AccessExpires, Refresh: refresh, RefreshExpires: c.RefreshExpires}
 }
 
-// limitChains revokes the oldest live chains of c's identity beyond the
-// limit, never c itself, and returns their ids.
+// limitChains revokes the oldest live chains of c's agent (AgentKey)
+// beyond the limit, never c itself, and returns their ids: with the limit
+// of one, a new login replaces the agent's session before it.
 func (st *state) limitChains(c *chainRec, now time.Time) []string {
 	var others []*chainRec
 	for _, o := range st.chains {
-		if o != c && o.Identity == c.Identity && o.live(now) {
+		if o != c && o.Identity.Key() == c.Identity.Key() && o.live(now) {
 			others = append(others, o)
 		}
 	}
