@@ -137,8 +137,9 @@ type Store struct {
 	log   *slog.Logger
 	write func(path string, data []byte) error // atomicfile.Write; tests make it fail
 
-	mu sync.Mutex
-	st *state
+	mu      sync.Mutex
+	st      *state
+	watches map[*watch]struct{} // Watch and WatchAgent, ended by notify
 }
 
 // Open loads the store at o.Path, or starts an empty one when no file is
@@ -223,6 +224,7 @@ func (s *Store) save(next *state, now time.Time, keep bool) error {
 	if err == nil || keep {
 		next.reindex()
 		s.st = next
+		s.notify()
 	}
 	if err != nil {
 		s.log.LogAttrs(context.Background(), slog.LevelError, "could not write the agent session store",
