@@ -143,7 +143,7 @@ func (b *bridge) fail(w http.ResponseWriter, status int, code string) {
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 	}
 	w.WriteHeader(status)
-	fmt.Fprintf(w, `{"error":%q,"message":"refused %s"}`, code, strings.Repeat("x", 3))
+	fmt.Fprintf(w, `{"error":{"code":%q,"message":"refused %s"}}`, code, strings.Repeat("x", 3))
 }
 
 func (b *bridge) serve(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,126 @@
+package agentapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/collie-linux/collie/internal/agentauth"
+	"github.com/collie-linux/collie/internal/agentwire"
+	"github.com/collie-linux/collie/internal/wire"
+)
+
+// waitingBoards is a board whose ask waits for a tap, as a hosted board
+// waits for the human: it says when the ask waits, and answers yes at the
+// tap. heedless boards do not stop at their request's end (a reply that
+// races the revocation), others stop as a durable agent does, with an
+// error.
+type waitingBoards struct {
+	heedless bool
+	waiting  chan struct{}
+	tap      chan struct{}
+}
+
+func (b *waitingBoards) Board(_ context.Context, id agentauth.Identity) (string, http.Handler, error) {
+	return "raft." + id.Agent, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b.waiting <- struct{}{}
+		done := r.Context().Done()
+		if b.heedless {
+			done = nil
+		}
+		select {
+		case <-b.tap:
+			json.NewEncoder(w).Encode(wire.AskReply{Question: "q1", Conversation: "asks", Status: wire.StatusAnswered, OptionIDs: []string{wire.Yes}})
+		case <-done:
+			wire.WriteError(w, http.StatusInternalServerError, wire.CodeAgentError, "the ask ended")
+		}
+	}), nil
+}
+
+// TestRevocationCutsWaitingAsk_R8: an ask already waiting for the human
+// (waitSeconds 40) ends the moment its session is revoked, by every way
+// there is to revoke one, with 401 invalid; the human's tap after that
+// never reaches the revoked session, also when the board answers anyway.
+// A request made after the revocation is refused too (questions, ask).
+func TestRevocationCutsWaitingAsk_R8(t *testing.T) {
+	for _, heedless := range []bool{false, true} {
+		for _, tc := range []struct {
+			name   string
+			revoke func(r *rig, sess map[string]any)
+		}{
+			{"collie agents revoke", func(r *rig, _ map[string]any) {
+				if _, err := r.store.RevokeAgent("agent-7"); err != nil {
+					t.Fatal(err)
+				}
+			}},
+			{"logout", func(r *rig, sess map[string]any) {
+				status, _, out := r.do("POST", agentwire.RevokePath, `{"schema":"raft-cli-agent-revoke.v1","refresh_token":"`+sess["refresh_token"].(string)+`"}`, nil)
+				if status != http.StatusNoContent {
+					t.Fatalf("revoke: %d %s", status, out)
+				}
+			}},
+			{"a newer login", func(r *rig, _ map[string]any) { r.login(strings.Repeat("w", 43)) }},
+		} {
+			name := tc.name
+			if heedless {
+				name += ", board answers anyway"
+			}
+			t.Run(name, func(t *testing.T) {
+				r := newRig(t)
+				wb := &waitingBoards{heedless: heedless, waiting: make(chan struct{}, 1), tap: make(chan struct{}, 1)}
+				r.api.o.Boards = wb
+				_, sess := r.login(verifier)
+				bearer := map[string]string{"Authorization": "Bearer " + sess["access_token"].(string)}
+				type reply struct {
+					status int
+					hdr    http.Header
+					body   string
+				}
+				done := make(chan reply, 1)
+				go func() {
+					status, hdr, body := r.do("POST", agentwire.AskPath, `{"title":"Deploy?","kind":"yes-no","waitSeconds":40}`, bearer)
+					done <- reply{status, hdr, body}
+				}()
+				<-wb.waiting
+				tc.revoke(r, sess)
+				wb.tap <- struct{}{} // the human taps after the revocation
+				var got reply
+				select {
+				case got = <-done:
+				case <-time.After(20 * time.Second):
+					t.Fatal("the waiting ask did not end at the revocation")
+				}
+				if got.status != http.StatusUnauthorized || refusalCode(t, got.body) != agentwire.CodeInvalid ||
+					!strings.Contains(got.hdr.Get("WWW-Authenticate"), "invalid_token") || strings.Contains(got.body, wire.Yes) {
+					t.Fatalf("the revoked session's waiting ask: %d %s", got.status, got.body)
+				}
+				for _, route := range []struct{ method, path, body string }{{"GET", agentwire.QuestionsPath, ""}, {"POST", agentwire.AskPath, `{"title":"Again?"}`}} {
+					status, _, out := r.do(route.method, route.path, route.body, bearer)
+					if status != http.StatusUnauthorized || refusalCode(t, out) != agentwire.CodeInvalid {
+						t.Fatalf("%s after the revocation: %d %s", route.path, status, out)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestAnswerBeforeRevocationDelivered_R8: an answer the board gave
+// before any revocation reaches the agent; watching the session does not
+// change an ordinary ask.
+func TestAnswerBeforeRevocationDelivered_R8(t *testing.T) {
+	r := newRig(t)
+	wb := &waitingBoards{waiting: make(chan struct{}, 1), tap: make(chan struct{}, 1)}
+	r.api.o.Boards = wb
+	_, sess := r.login(verifier)
+	wb.tap <- struct{}{}
+	status, _, out := r.do("POST", agentwire.AskPath, `{"title":"Deploy?","kind":"yes-no"}`, map[string]string{"Authorization": "Bearer " + sess["access_token"].(string)})
+	<-wb.waiting
+	var rep wire.AskReply
+	if err := json.Unmarshal([]byte(out), &rep); status != http.StatusOK || err != nil || rep.Status != wire.StatusAnswered {
+		t.Fatalf("ask: %d %s", status, out)
+	}
+}
