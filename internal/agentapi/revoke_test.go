@@ -3,8 +3,11 @@ package agentapi
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -124,3 +127,31 @@ func TestAnswerBeforeRevocationDelivered_R8(t *testing.T) {
 		t.Fatalf("ask: %d %s", status, out)
 	}
 }
+
+// TestLoginOffSaysWhyAndLogsIt_R11: with agent login off, the action's
+// refusal says why in the surface's shape, and the bridge's log says the
+// same, so its user sees what the agent was told.
+func TestLoginOffSaysWhyAndLogsIt_R11(t *testing.T) {
+	r := newRig(t)
+	var logs strings.Builder
+	var mu sync.Mutex
+	off := New(Options{Store: r.store, PlatformOff: "its user has not set platform_key_file in [agents] of config.toml",
+		Boards: r.boards, Base: func() string { return "https://b" },
+		Log: slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return logs.Write(p) }), nil))})
+	ch := agentwire.Challenge(verifier)
+	req := httptest.NewRequest("POST", agentwire.LoginActionPath, strings.NewReader(`{"schema":"raft-cli-agent-login-request.v1","code_challenge":"`+ch+`","code_challenge_method":"S256"}`))
+	w := httptest.NewRecorder()
+	off.ServeHTTP(w, req)
+	if w.Code != http.StatusServiceUnavailable || refusalCode(t, w.Body.String()) != agentwire.CodeTemporarilyUnavailable {
+		t.Fatalf("%d %s", w.Code, w.Body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logs.String(), "agent login is off on this bridge: its user has not set platform_key_file") {
+		t.Fatalf("the bridge's log does not say why:\n%s", logs.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

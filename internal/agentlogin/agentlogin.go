@@ -251,8 +251,8 @@ func (c *Client) invokeAgentLogin(ctx context.Context, challenge string) (string
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.Env.RaftBin, RaftArgs(c.Service, challenge)...)
 	cmd.Env = c.Environ
-	out := &cappedBuffer{max: maxRaftOutput}
-	cmd.Stdout = out
+	out, errOut := &cappedBuffer{max: maxRaftOutput}, &cappedBuffer{max: maxRaftOutput}
+	cmd.Stdout, cmd.Stderr = out, errOut
 	err := cmd.Run()
 	var ee *exec.ExitError
 	switch {
@@ -260,6 +260,11 @@ func (c *Client) invokeAgentLogin(ctx context.Context, challenge string) (string
 		return "", hint.Errorf("check that the agent platform's daemon is running, then try again",
 			"the platform's raft wrapper did not answer the agent-login action within %s", raftDeadline)
 	case errors.As(err, &ee):
+		// The bridge's own reason, when the wrapper passed it on; never
+		// anything else the wrapper wrote.
+		if r := wrapperFailure(errOut.Bytes(), out.Bytes()); r != nil {
+			return "", actionRefusedError(r)
+		}
 		return "", hint.Errorf("check that the collie app is installed for this agent on the platform, then try again",
 			"the platform's raft wrapper refused the agent-login action (exit status %d)", ee.ExitCode())
 	case err != nil:

@@ -274,6 +274,7 @@ func agentEnv(t *testing.T) (agentsession.Env, string) {
 dir=$(dirname "$0")
 printf '%s\n' "$@" > "$dir/args"
 echo "raft: STDERR-SECRET-GRANT" >&2
+if [ -f "$dir/stderr.txt" ]; then cat "$dir/stderr.txt" >&2; fi
 cat "$dir/envelope.json" 2>/dev/null
 if [ -f "$dir/exit" ]; then exit "$(cat "$dir/exit")"; fi
 exit 0
