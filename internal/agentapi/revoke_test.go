@@ -47,66 +47,83 @@ func (b *waitingBoards) Board(_ context.Context, id agentauth.Identity) (string,
 // (waitSeconds 40) ends the moment its session is revoked, by every way
 // there is to revoke one, with 401 invalid; the human's tap after that
 // never reaches the revoked session, also when the board answers anyway.
+// Every route of an agent session that reaches its board is held to it
+// the same way (a read of its questions that waited would be cut alike).
 // A request made after the revocation is refused too (questions, ask).
 func TestRevocationCutsWaitingAsk_R8(t *testing.T) {
-	for _, heedless := range []bool{false, true} {
-		for _, tc := range []struct {
-			name   string
-			revoke func(r *rig, sess map[string]any)
-		}{
-			{"collie agents revoke", func(r *rig, _ map[string]any) {
-				if _, err := r.store.RevokeAgent("agent-7"); err != nil {
-					t.Fatal(err)
-				}
-			}},
-			{"logout", func(r *rig, sess map[string]any) {
-				status, _, out := r.do("POST", agentwire.RevokePath, `{"schema":"raft-cli-agent-revoke.v1","refresh_token":"`+sess["refresh_token"].(string)+`"}`, nil)
-				if status != http.StatusNoContent {
-					t.Fatalf("revoke: %d %s", status, out)
-				}
-			}},
-			{"a newer login", func(r *rig, _ map[string]any) { r.login(strings.Repeat("w", 43)) }},
-		} {
-			name := tc.name
-			if heedless {
-				name += ", board answers anyway"
-			}
-			t.Run(name, func(t *testing.T) {
-				r := newRig(t)
-				wb := &waitingBoards{heedless: heedless, waiting: make(chan struct{}, 1), tap: make(chan struct{}, 1)}
-				r.api.o.Boards = wb
-				_, sess := r.login(verifier)
-				bearer := map[string]string{"Authorization": "Bearer " + sess["access_token"].(string)}
-				type reply struct {
-					status int
-					hdr    http.Header
-					body   string
-				}
-				done := make(chan reply, 1)
-				go func() {
-					status, hdr, body := r.do("POST", agentwire.AskPath, `{"title":"Deploy?","kind":"yes-no","waitSeconds":40}`, bearer)
-					done <- reply{status, hdr, body}
-				}()
-				<-wb.waiting
-				tc.revoke(r, sess)
-				wb.tap <- struct{}{} // the human taps after the revocation
-				var got reply
-				select {
-				case got = <-done:
-				case <-time.After(20 * time.Second):
-					t.Fatal("the waiting ask did not end at the revocation")
-				}
-				if got.status != http.StatusUnauthorized || refusalCode(t, got.body) != agentwire.CodeInvalid ||
-					!strings.Contains(got.hdr.Get("WWW-Authenticate"), "invalid_token") || strings.Contains(got.body, wire.Yes) {
-					t.Fatalf("the revoked session's waiting ask: %d %s", got.status, got.body)
-				}
-				for _, route := range []struct{ method, path, body string }{{"GET", agentwire.QuestionsPath, ""}, {"POST", agentwire.AskPath, `{"title":"Again?"}`}} {
-					status, _, out := r.do(route.method, route.path, route.body, bearer)
-					if status != http.StatusUnauthorized || refusalCode(t, out) != agentwire.CodeInvalid {
-						t.Fatalf("%s after the revocation: %d %s", route.path, status, out)
+	var onBoard []agentwire.Route
+	for _, rt := range agentwire.Routes() {
+		if rt.Auth == agentwire.AuthAccess && rt.Path != agentwire.WhoamiPath {
+			onBoard = append(onBoard, rt)
+		}
+	}
+	if len(onBoard) != 2 {
+		t.Fatalf("the routes to a board are %v; hold each new one to revocation here", onBoard)
+	}
+	for _, route := range onBoard {
+		for _, heedless := range []bool{false, true} {
+			for _, tc := range []struct {
+				name   string
+				revoke func(r *rig, sess map[string]any)
+			}{
+				{"collie agents revoke", func(r *rig, _ map[string]any) {
+					if _, err := r.store.RevokeAgent("agent-7"); err != nil {
+						t.Fatal(err)
 					}
+				}},
+				{"logout", func(r *rig, sess map[string]any) {
+					status, _, out := r.do("POST", agentwire.RevokePath, `{"schema":"raft-cli-agent-revoke.v1","refresh_token":"`+sess["refresh_token"].(string)+`"}`, nil)
+					if status != http.StatusNoContent {
+						t.Fatalf("revoke: %d %s", status, out)
+					}
+				}},
+				{"a newer login", func(r *rig, _ map[string]any) { r.login(strings.Repeat("w", 43)) }},
+			} {
+				name := route.Path + ", " + tc.name
+				if heedless {
+					name += ", board answers anyway"
 				}
-			})
+				t.Run(name, func(t *testing.T) {
+					r := newRig(t)
+					wb := &waitingBoards{heedless: heedless, waiting: make(chan struct{}, 1), tap: make(chan struct{}, 1)}
+					r.api.o.Boards = wb
+					_, sess := r.login(verifier)
+					bearer := map[string]string{"Authorization": "Bearer " + sess["access_token"].(string)}
+					type reply struct {
+						status int
+						hdr    http.Header
+						body   string
+					}
+					done := make(chan reply, 1)
+					go func() {
+						body := ""
+						if route.Method == "POST" {
+							body = `{"title":"Deploy?","kind":"yes-no","waitSeconds":40}`
+						}
+						status, hdr, body := r.do(route.Method, route.Path, body, bearer)
+						done <- reply{status, hdr, body}
+					}()
+					<-wb.waiting
+					tc.revoke(r, sess)
+					wb.tap <- struct{}{} // the human taps after the revocation
+					var got reply
+					select {
+					case got = <-done:
+					case <-time.After(20 * time.Second):
+						t.Fatal("the waiting ask did not end at the revocation")
+					}
+					if got.status != http.StatusUnauthorized || refusalCode(t, got.body) != agentwire.CodeInvalid ||
+						!strings.Contains(got.hdr.Get("WWW-Authenticate"), "invalid_token") || strings.Contains(got.body, wire.Yes) {
+						t.Fatalf("the revoked session's waiting ask: %d %s", got.status, got.body)
+					}
+					for _, route := range []struct{ method, path, body string }{{"GET", agentwire.QuestionsPath, ""}, {"POST", agentwire.AskPath, `{"title":"Again?"}`}} {
+						status, _, out := r.do(route.method, route.path, route.body, bearer)
+						if status != http.StatusUnauthorized || refusalCode(t, out) != agentwire.CodeInvalid {
+							t.Fatalf("%s after the revocation: %d %s", route.path, status, out)
+						}
+					}
+				})
+			}
 		}
 	}
 }
