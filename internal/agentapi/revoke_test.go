@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/agentauth"
+	"github.com/collie-linux/collie/internal/agenthost"
 	"github.com/collie-linux/collie/internal/agentwire"
+	"github.com/collie-linux/collie/internal/upstream"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -172,3 +174,61 @@ func TestLoginOffSaysWhyAndLogsIt_R11(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestRevokedAskOnRealBoard_R8: the case as a user meets it, on a real
+// board: an agent asks with waitSeconds 40, the human runs collie agents
+// revoke, then taps Yes on the phone; the revoked session's waiting ask
+// answers 401 and never the tap.
+func TestRevokedAskOnRealBoard_R8(t *testing.T) {
+	r := newRig(t)
+	shown := make(chan upstream.Waiter, 1)
+	host := agenthost.New(agenthost.Options{Attach: func(name string, c upstream.Waiter) error {
+		shown <- c
+		return nil
+	}, Live: r.store.WatchAgent})
+	defer host.Close()
+	r.api.o.Boards = host
+	_, sess := r.login(verifier)
+	bearer := map[string]string{"Authorization": "Bearer " + sess["access_token"].(string)}
+	type reply struct {
+		status int
+		body   string
+	}
+	done := make(chan reply, 1)
+	go func() {
+		status, _, body := r.do("POST", agentwire.AskPath, `{"requestId":"r1","title":"Deploy?","kind":"yes-no","waitSeconds":40}`, bearer)
+		done <- reply{status, body}
+	}()
+	// The question shows on the board, as a device sees it.
+	board := <-shown
+	var q wire.Question
+	var conv, etag string
+	for q.ID == "" {
+		rd, err := board.SnapshotWait(context.Background(), etag, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rd.Snapshot != nil {
+			for _, sp := range rd.Snapshot.Spaces {
+				for _, tab := range sp.Tabs {
+					for _, cv := range tab.Conversations {
+						for _, qq := range cv.Questions {
+							q, conv = qq, cv.ID
+						}
+					}
+				}
+			}
+		}
+		etag = rd.ETag
+	}
+	if _, err := r.store.RevokeAgent("agent-7"); err != nil {
+		t.Fatal(err)
+	}
+	// The tap after the revocation: the board may still take it, the
+	// revoked session never sees it.
+	board.Write(context.Background(), wire.AnswerPath, &wire.AnswerRequest{RequestID: "tap", Conversation: conv, Question: q.ID, Revision: q.Revision, OptionIDs: []string{wire.Yes}})
+	got := <-done
+	if got.status != http.StatusUnauthorized || refusalCode(t, got.body) != agentwire.CodeInvalid {
+		t.Fatalf("the revoked session's waiting ask: %d %s", got.status, got.body)
+	}
+}
