@@ -1,5 +1,5 @@
 // Package agentapi is the bridge's service for agents on an agent
-// platform (issue 14, R1, R5, R8, R11): the Raft app surface (the
+// platform (R1, R5, R8, R11): the Raft app surface (the
 // manifest, the agent-login action, migration-help), the token endpoints
 // (exchange, refresh, revoke) and the agent API (whoami, ask), served
 // beside the device API on its listener (agentwire.Routes). Grants and

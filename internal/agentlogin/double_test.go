@@ -21,7 +21,7 @@ import (
 )
 
 // bridge is a test double of the bridge's token endpoints and agent API,
-// as the contract between the two halves of issue 14 describes them
+// as the contract between the two halves of agent login describes them
 // (docs/agent-login.md): exchange checks the verifier against the
 // challenge the raft double recorded, refresh rotates both tokens and a
 // reused refresh token revokes the chain, the agent API answers 401 to an
