@@ -19,7 +19,11 @@
 //
 // Grants, verifiers and tokens are credentials (R6): no error, log line or
 // output of this package carries one, nor the raft wrapper's output, nor
-// an error body of the bridge beyond its code from the closed set.
+// an error body of a token endpoint beyond its code from the closed set.
+// The one sentence of the bridge's it shows is its refusal of the
+// agent-login action, as the wrapper passes it on (ActionRefusal): cleaned
+// as untrusted text, and left out when it holds anything shaped like a
+// token.
 //
 // The reference implementation is Hands (github.com/botiverse/hands,
 // packages/cli/src/lib/agent_auth.ts and agent_refresh.ts); where it and
