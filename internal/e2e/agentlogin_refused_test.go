@@ -23,7 +23,8 @@ import (
 // TestAgentLoginOffAndRelogin_R13: with agent login off on the bridge (no
 // platform_key_file), collie login says the bridge's own reason, which
 // the platform's wrapper passed on, and the bridge's journal says it too;
-// once it is on, three logins of one agent leave one live session.
+// once it is on, three logins of one agent leave one live session, and
+// the agent's board goes when its session is revoked.
 func TestAgentLoginOffAndRelogin_R13(t *testing.T) {
 	bin := build(t)
 	um := systemdtest.Start(t)
@@ -149,4 +150,14 @@ func TestAgentLoginOffAndRelogin_R13(t *testing.T) {
 	if out, code := agent("ask", "--yes-no", "--timeout", "1s", "Still me?"); code != 3 {
 		t.Fatalf("ask with the last login's session: exit %d, want 3 (timed out)\n%s", code, out)
 	}
+	// The agent's board is shown while it has a live session, and released
+	// when it has none.
+	shown := func() bool {
+		return strings.Contains(must(um.Run(ctx, filepath.Join(bin, "collie"), "durable", "list")), "agent-session")
+	}
+	if !shown() {
+		t.Fatal("the agent's board is not listed after its ask")
+	}
+	must(um.Run(ctx, filepath.Join(bin, "collie"), "agents", "revoke", "Agent-7"))
+	waitFor(t, 20*time.Second, "the revoked agent's board to go", func() bool { return !shown() })
 }
