@@ -176,8 +176,8 @@ func (a *API) routes() *router {
 	// Any other name: told which there are (after the gate, like a write).
 	rt.write("POST /api/v1/agents/{agent}/{write}", gateSpec{paired: true, source: a.srcWrite}, a.noSuchWrite)
 	if a.o.Agents != nil {
-		for _, r := range agentwire.Routes() {
-			rt.agentRoute(r.Method+" "+r.Path, a.o.Agents)
+		for _, p := range agentwire.Patterns() {
+			rt.agentRoute(p, a.o.Agents)
 		}
 	}
 	rt.read("GET /healthz", http.HandlerFunc(healthz))

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/collie-linux/collie/internal/bearer"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -28,10 +29,10 @@ func deviceOf(ctx context.Context) Device {
 	return d
 }
 
-// credential reads the device credential from the Authorization header or
-// the web app's cookie.
+// credential reads the device credential from the Authorization header
+// (bearer.Token, the one parser of it) or the web app's cookie.
 func credential(r *http.Request) string {
-	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+	if tok, ok := bearer.Token(r.Header); ok {
 		return tok
 	}
 	if c, err := r.Cookie(CookieName); err == nil {
