@@ -116,8 +116,25 @@ func dispatch(ctx context.Context, e *env, args []string) error {
 				return c.run(ctx, e, args[1:])
 			}
 		}
+		// A mistyped command, before its flags are taken for the agent's.
+		if err := unexpected(args[0]); !strings.HasPrefix(args[0], "-") && strings.Contains(err.Error(), "did you mean") {
+			return err
+		}
 	}
 	return table[0].run(ctx, e, args)
+}
+
+// unexpected is the mistake of an argument the agent does not take: with
+// the command it is nearest to, when one is near (edit distance).
+func unexpected(arg string) error {
+	var names []string
+	for _, c := range commands()[1:] {
+		names = append(names, c.name)
+	}
+	if s := cli.Suggest(arg, names); s != "" {
+		return cli.Usagef("unexpected argument %q; did you mean collie-agent %s?", arg, s)
+	}
+	return cli.Usagef("unexpected argument %q", arg)
 }
 
 // report says err once: age's "collie-agent: error:" and "hint:" lines
@@ -181,7 +198,7 @@ func cmdServe(_ context.Context, e *env, args []string) error {
 		return nil
 	}
 	if len(rest) > 0 {
-		return cli.Usagef("unexpected argument %q", rest[0])
+		return unexpected(rest[0])
 	}
 	if !validName.MatchString(*name) {
 		return &cli.UsageError{Err: hint.Errorf("use 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit", "the name %q is not valid", *name)}
