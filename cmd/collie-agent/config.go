@@ -13,6 +13,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/collie-linux/collie/internal/cli"
 	"github.com/collie-linux/collie/internal/runcmd"
 	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/tomlstrict"
@@ -143,8 +144,11 @@ func (c *Config) check(path string) error {
 	}
 	c.Always.duration = DefaultAlways
 	if c.Always.Duration != "" {
-		d, err := time.ParseDuration(c.Always.Duration)
-		if err != nil || d < time.Minute || d > MaxAlways {
+		d, err := cli.ParseDuration(c.Always.Duration)
+		if err != nil {
+			return bad("always.duration = %v", err)
+		}
+		if d < time.Minute || d > MaxAlways {
 			return bad("always.duration = %q; give a duration from 1m to %s, such as \"1h\"", c.Always.Duration, MaxAlways)
 		}
 		c.Always.duration = d
@@ -185,8 +189,11 @@ func (c *Config) check(path string) error {
 			}
 			cc.timeout = DefaultTimeout
 			if cc.Timeout != "" {
-				d, err := time.ParseDuration(cc.Timeout)
-				if err != nil || d <= 0 || d > MaxTimeout {
+				d, err := cli.ParseDuration(cc.Timeout)
+				if err != nil {
+					return bad("%s: timeout = %v", where, err)
+				}
+				if d <= 0 || d > MaxTimeout {
 					return bad("%s: timeout = %q; give a duration above 0 and at most %s, such as \"10m\"", where, cc.Timeout, MaxTimeout)
 				}
 				cc.timeout = d

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/audit"
+	"github.com/collie-linux/collie/internal/cli"
 	"github.com/collie-linux/collie/internal/hint"
 )
 
@@ -97,9 +98,9 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 			return now.AddDate(0, 0, -n), nil
 		}
 	}
-	d, err := time.ParseDuration(s)
+	d, err := cli.ParseDuration(s)
 	if err != nil || d < 0 {
-		return time.Time{}, usagef("--since %q is neither a duration (90m, 24h, 7d) nor an RFC 3339 time (2026-12-01T10:00:00Z)", s)
+		return time.Time{}, usagef("--since %q is neither a duration back from now (a number with its unit, such as 30s, 10m, 24h or 7d) nor an RFC 3339 time (2026-12-01T10:00:00Z)", s)
 	}
 	return now.Add(-d), nil
 }
