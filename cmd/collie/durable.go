@@ -15,7 +15,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/collie-linux/collie/internal/config"
 	"github.com/collie-linux/collie/internal/control"
+	"github.com/collie-linux/collie/internal/doctor"
 	"github.com/collie-linux/collie/internal/hint"
 	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/sources"
@@ -46,7 +48,7 @@ func cmdAttach(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "attached %s\n", src)
-	tellDaemon(ctx, e, paths.Control())
+	tellDaemon(ctx, e, paths)
 	return nil
 }
 
@@ -133,16 +135,20 @@ func cmdDetach(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "detached %s\n", name)
-	tellDaemon(ctx, e, paths.Control())
+	tellDaemon(ctx, e, paths)
 	return nil
 }
 
 // tellDaemon asks a running daemon to read sources.json again. The change
 // is saved either way, so a daemon that is not running is only a note.
-func tellDaemon(ctx context.Context, e *env, controlPath string) {
-	err := control.NewClient(controlPath).Reload(ctx)
+func tellDaemon(ctx context.Context, e *env, paths config.Paths) {
+	err := control.NewClient(paths.Control()).Reload(ctx)
 	switch {
 	case errors.Is(err, control.ErrNotRunning):
+		if msg, fix, failed := doctor.DaemonDown(paths); failed {
+			fmt.Fprintf(e.stderr, "note: %s\nnote: it reads the change when it starts; %s\n", termLine(msg), termLine(fix))
+			return
+		}
 		fmt.Fprintln(e.stderr, "note: the daemon is not running; it reads the change when it starts (systemctl --user start collie)")
 	case err != nil:
 		fmt.Fprintf(e.stderr, "note: the change is saved, but the daemon did not reload: %v\n", err)
@@ -163,7 +169,11 @@ func cmdList(ctx context.Context, e *env, args []string) error {
 	// last poll, up to 10 s ago, found (issue 9).
 	agents, err := control.NewClient(paths.Control()).Check(ctx)
 	if errors.Is(err, control.ErrNotRunning) {
-		fmt.Fprintln(e.stderr, "note: the daemon is not running; each agent was checked just now")
+		if msg, fix, failed := doctor.DaemonDown(paths); failed {
+			fmt.Fprintf(e.stderr, "note: %s\nnote: each agent was checked just now; to start the daemon: %s\n", termLine(msg), termLine(fix))
+		} else {
+			fmt.Fprintln(e.stderr, "note: the daemon is not running; each agent was checked just now")
+		}
 		agents, err = probeAll(ctx, paths.Sources())
 	}
 	if err != nil {
