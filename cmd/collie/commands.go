@@ -26,7 +26,7 @@ func commands() []command {
 	return []command{
 		{"daemon", []string{"[--debug]"}, "run the bridge in the foreground (what collie.service runs)", cmdDaemon},
 		{"demo", nil, "run the bridge with a demo durable agent, in a throwaway folder", cmdDemo},
-		{"doctor", []string{"[--json] [--check NAME]"}, "check the installation; prints the fix for every row that is not ok", cmdDoctor},
+		{"doctor", []string{"[--json] [--check NAME]..."}, "check the installation; prints the fix for every row that is not ok", cmdDoctor},
 		{"durable attach", []string{"NAME --socket PATH", "NAME --url URL --token-env VAR [--ca-file FILE]"}, "attach the durable agent listening at PATH, or one on another host over HTTPS", cmdAttach},
 		{"durable detach", []string{"NAME"}, "detach an agent", cmdDetach},
 		{"durable list", []string{"[--json]"}, "list attached agents: reachable, or exactly why not", cmdList},
