@@ -8,10 +8,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -48,8 +51,52 @@ func cmdAttach(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "attached %s\n", src)
+	for _, w := range notThereYet(src, paths) {
+		fmt.Fprintf(e.stderr, "warning: %s\n", termLine(w))
+	}
 	tellDaemon(ctx, e, paths)
 	return nil
+}
+
+// notThereYet says what an attached source names that is not there yet:
+// a socket no agent listens on, or whose folder is missing, or a CA file
+// that does not exist. The source is attached all the same (an agent may
+// start later, a file may come), but the user learns what was not found
+// and how to start it, rather than "attached" alone.
+func notThereYet(src sources.Source, paths config.Paths) []string {
+	var out []string
+	if src.Socket != "" {
+		start := "start the agent that listens there; for collie-agent: collie-agent --name " + src.Name + " --socket " + src.Socket
+		if src.Socket == filepath.Join(paths.Desk(), src.Name+".sock") {
+			start = "start it with: systemctl --user enable --now collie-agent@" + src.Name + ".socket"
+		}
+		fi, err := os.Stat(src.Socket)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			dir := filepath.Dir(src.Socket)
+			if _, derr := os.Stat(dir); errors.Is(derr, fs.ErrNotExist) {
+				out = append(out, fmt.Sprintf("nothing is at %s yet, and its folder %s does not exist: the bridge reads %s once an agent listens there; %s", src.Socket, dir, src.Name, start))
+			} else {
+				out = append(out, fmt.Sprintf("nothing is at %s yet: the bridge reads %s once an agent listens there; %s", src.Socket, src.Name, start))
+			}
+		case err != nil:
+			out = append(out, fmt.Sprintf("%s cannot be checked (%v): the bridge reads %s once it can reach it there", src.Socket, err, src.Name))
+		case fi.Mode().Type() != fs.ModeSocket:
+			out = append(out, fmt.Sprintf("%s is not a socket: the bridge cannot read %s there; give the path of the agent's socket (collie durable detach %s, then attach again)", src.Socket, src.Name, src.Name))
+		default:
+			if c, err := net.DialTimeout("unix", src.Socket, time.Second); errors.Is(err, syscall.ECONNREFUSED) {
+				out = append(out, fmt.Sprintf("nothing listens on %s yet (the socket is left from an agent that stopped): the bridge reads %s once an agent listens there; %s", src.Socket, src.Name, start))
+			} else if err == nil {
+				c.Close()
+			}
+		}
+	}
+	if src.CAFile != "" {
+		if _, err := os.Stat(src.CAFile); errors.Is(err, fs.ErrNotExist) {
+			out = append(out, fmt.Sprintf("there is no file at %s (--ca-file) yet: the bridge cannot reach %s until the CA certificate is there; put the PEM file there", src.CAFile, src.Name))
+		}
+	}
+	return out
 }
 
 // attachSource checks everything before anything is written: the socket
