@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -205,6 +206,9 @@ func cmdServe(_ context.Context, e *env, args []string) error {
 	}
 	path := configPath(*cfgPath, *name, os.Getenv)
 	if *check {
+		if err := configExists(path, *cfgPath != "", *name); err != nil {
+			return err
+		}
 		if _, err := prepare(path, *name, os.Getenv); err != nil {
 			return err
 		}
@@ -244,6 +248,27 @@ func (s *signals) context() (context.Context, context.CancelFunc) {
 		}
 	}()
 	return ctx, cancel
+}
+
+// exampleConfig is the example config the package ships.
+const exampleConfig = "/usr/share/doc/collie/examples/collie-agent.toml"
+
+// configExists is --check-config's first question: a file that does not
+// exist is not "valid", whatever the agent would do without it. given
+// says the path came from --config.
+func configExists(path string, given bool, name string) error {
+	_, err := os.Stat(path)
+	switch {
+	case err == nil:
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return hint.Errorf("make it readable by you", "cannot check %s: %v", path, err)
+	case given:
+		return hint.Errorf("give the path of a file that exists, or write one there (see collie-agent(1); an example: "+exampleConfig+")",
+			"%s does not exist, so there is no config to check", path)
+	}
+	return hint.Errorf("to configure it, write the file (see collie-agent(1); an example: "+exampleConfig+"), or give another with --config FILE",
+		"there is no config file at %s: collie-agent %s starts with the demo (one conversation, one yes/no question)", path, name)
 }
 
 // configPath is --config, or $XDG_CONFIG_HOME/collie-agent/NAME.toml.
