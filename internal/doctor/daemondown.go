@@ -51,3 +51,15 @@ func DaemonDown(p config.Paths) (msg, fix string, failed bool) {
 	}
 	return msg, fix + "; then: " + restartDaemon, true
 }
+
+// notRunning is the row of a check that needs the running daemon when it
+// is not running: a skip whose fix starts it, or, when it stopped on an
+// error, points to the daemon row, which says why.
+func notRunning(e *Env) Row {
+	if e.PathsErr == nil {
+		if _, fix, failed := DaemonDown(e.Paths); failed {
+			return skip("see the daemon row: "+fix, "the daemon is not running")
+		}
+	}
+	return skip(startDaemon, "the daemon is not running")
+}

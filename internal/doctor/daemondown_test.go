@@ -60,15 +60,22 @@ func TestDaemonRowSaysWhyItStopped_L4(t *testing.T) {
 				mtime = at.Add(time.Second)
 			}
 			os.Chtimes(e.Paths.ConfigFile(), mtime, mtime)
-			rows := run(t, e, "units", "daemon")
-			var daemon, units Row
+			rows := run(t, e, "units", "daemon", "device-listener")
+			var daemon, units, listener Row
 			for _, r := range rows {
 				switch {
 				case r.Check == "daemon":
 					daemon = r
 				case r.Subject == "collie.service":
 					units = r
+				case r.Check == "device-listener":
+					listener = r
 				}
+			}
+			// A row that needs the running daemon points to the daemon row
+			// when it stopped on an error.
+			if tt.status == Fail && (listener.Status != Skip || !strings.HasPrefix(listener.Fix, "see the daemon row: ")) {
+				t.Errorf("device-listener row %+v; want a skip pointing to the daemon row", listener)
 			}
 			if daemon.Status != tt.status || !strings.Contains(daemon.Message, tt.msg) || !strings.HasPrefix(daemon.Fix, tt.fix) {
 				t.Errorf("daemon row %+v; want %s, %q, fix %q", daemon, tt.status, tt.msg, tt.fix)

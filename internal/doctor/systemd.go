@@ -148,7 +148,7 @@ func checkJournald(_ context.Context, e *Env) []Row {
 // gave as it stopped (DaemonDown).
 func checkDaemon(ctx context.Context, e *Env) []Row {
 	if e.Daemon == nil {
-		return []Row{skip(startDaemon, "the daemon is not running")}
+		return []Row{notRunning(e)}
 	}
 	cctx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()
@@ -157,7 +157,7 @@ func checkDaemon(ctx context.Context, e *Env) []Row {
 		if msg, fix, failed := DaemonDown(e.Paths); failed {
 			return []Row{fail(fix, "%s", msg)}
 		}
-		return []Row{skip(startDaemon, "the daemon is not running")}
+		return []Row{notRunning(e)}
 	}
 	if err != nil {
 		return []Row{fail("systemctl --user restart collie.service", "the daemon does not answer: %v", err)}
