@@ -25,12 +25,15 @@ func cmdAudit(ctx context.Context, e *env, args []string) error {
 	agent := fs.String("agent", "", "show only the lines of the durable agent `NAME`")
 	device := fs.String("device", "", "show only the lines of the device `ID`")
 	event := fs.String("event", "", "show only the event `E` ("+strings.Join(audit.Events, ", ")+")")
-	since := fs.String("since", "", "show only lines from `DUR` ago (90m, 24h, 7d) or from an RFC 3339 time")
+	since := fs.String("since", "", "show only lines from `DUR` ago (30s, 90m, 24h, 7d) or from an RFC 3339 time")
 	asJSON := fs.Bool("json", false, "print the lines as they are in the log, one JSON object a line")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *event != "" && !slices.Contains(audit.Events, *event) {
+		if s := cli.Suggest(*event, audit.Events); s != "" {
+			return usagef("--event %q is not an event Collie records; did you mean %s? The events are: %s", *event, s, strings.Join(audit.Events, ", "))
+		}
 		return usagef("--event %q is not an event Collie records; use one of %s", *event, strings.Join(audit.Events, ", "))
 	}
 	var from time.Time
