@@ -12,8 +12,8 @@ import (
 
 // startDaemon and restartDaemon are how the user starts the daemon.
 const (
-	startDaemon   = "systemctl --user start collie.service (or run: collie daemon)"
-	restartDaemon = "systemctl --user restart collie.service (or run: collie daemon)"
+	startDaemon   = "systemctl --user start collie.service"
+	restartDaemon = "systemctl --user restart collie.service"
 )
 
 // DaemonDown says why the daemon is not running and what to do, for every

@@ -28,10 +28,10 @@ func TestDaemonRowSaysWhyItStopped_L4(t *testing.T) {
 		msg, fix     string
 		unitsFixHave string
 	}{
-		{name: "no_failure", status: Skip, msg: "skipped: the daemon is not running", fix: "systemctl --user start collie.service (or run: collie daemon)", unitsFixHave: "systemctl --user restart collie.service; if it fails again"},
+		{name: "no_failure", status: Skip, msg: "skipped: the daemon is not running", fix: "systemctl --user start collie.service", unitsFixHave: "systemctl --user restart collie.service; if it fails again"},
 		{name: "config_typo", failure: &systemd.Failure{Time: at, Starting: true, Message: typo}, status: Fail,
 			msg: `the daemon is not running; its last start failed at ` + at.Local().Format(time.DateTime) + `: /home/alice/.config/collie/config.toml, line 3: unknown setting "push.ntfy.topik"; remove it`,
-			fix: "fix what the message says; then: systemctl --user restart collie.service (or run: collie daemon)", unitsFixHave: "see the daemon row: fix what the message says"},
+			fix: "fix what the message says; then: systemctl --user restart collie.service", unitsFixHave: "see the daemon row: fix what the message says"},
 		{name: "with_hint", failure: &systemd.Failure{Time: at, Message: "the daemon stopped: the device API cannot listen", Hint: "free port 8780"}, status: Fail,
 			msg: "the daemon is not running; it stopped on an error at " + at.Local().Format(time.DateTime) + ": the device API cannot listen",
 			fix: "free port 8780; then: systemctl --user restart collie.service"},
