@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -30,7 +30,7 @@ func cmdDaemon(ctx context.Context, e *env, args []string) error {
 	}
 	paths, err := e.paths()
 	if err != nil {
-		return fmt.Errorf("the daemon cannot start: %w", err)
+		return fmt.Errorf("%w: %w", errCannotStart, err)
 	}
 	level := slog.LevelInfo
 	if *debug {
@@ -48,17 +48,21 @@ func runDaemon(ctx context.Context, e *env, hup <-chan os.Signal, paths config.P
 	// A key config.toml does not know is refused rather than ignored.
 	cfg, _, err := config.Load(paths.ConfigFile())
 	if err != nil {
-		return fmt.Errorf("the daemon cannot start: %w", err)
+		return fmt.Errorf("%w: %w", errCannotStart, err)
 	}
 	return runBridge(ctx, e, hup, paths, deviceListen(cfg.Devices), &cfg.Push, cfg.Agents, level)
 }
+
+// errCannotStart is in every error that stops the daemon before it is
+// ready: it cannot start, and restarting it fails the same way.
+var errCannotStart = errors.New("the daemon cannot start")
 
 // keepFailure saves why the daemon stops on err in its state folder
 // (systemd.FailureFile), so that collie show and collie doctor, which find
 // it not running, say why and what to fix rather than "start it", which
 // would fail the same way. The journal has it too (report).
 func keepFailure(e *env, paths config.Paths, err error, now time.Time) {
-	f := systemd.Failure{Time: now, Starting: strings.HasPrefix(err.Error(), "the daemon cannot start"), Message: err.Error(), Hint: hint.Of(err)}
+	f := systemd.Failure{Time: now, Starting: errors.Is(err, errCannotStart), Message: err.Error(), Hint: hint.Of(err)}
 	if werr := systemd.WriteFailure(systemd.FailureFile(paths.State), f); werr != nil {
 		fmt.Fprintf(e.stderr, "collie: the reason the daemon stops is not kept for collie show and collie doctor: %v\n", werr)
 	}
@@ -100,7 +104,7 @@ func deviceListen(d config.Devices) *device.ListenConfig {
 func runBridge(ctx context.Context, e *env, hup <-chan os.Signal, paths config.Paths, devices *device.ListenConfig, pushCfg *config.Push, agents config.Agents, level slog.Level) error {
 	log := journald.NewLogger("collie", e.stderr, level)
 	n := systemd.NewNotifier(log)
-	cannotStart := func(err error) error { return fmt.Errorf("the daemon cannot start: %w", err) }
+	cannotStart := func(err error) error { return fmt.Errorf("%w: %w", errCannotStart, err) }
 	content, err := audit.ParseContent(e.getenv("COLLIE_AUDIT_CONTENT"))
 	if err != nil {
 		return cannotStart(err)
