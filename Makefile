@@ -40,9 +40,20 @@ run: build
 # holds no budget but runs chromium and caddy: alone, it takes no CPU from
 # the budgets of the rest.
 ALONE := ^(TestHostileSnapshotKeepsPageResponsive_X6_D6|TestWebAppInChromium|TestCaddyInChromium_D6)$$
+# go test runs through internal/testsummary: go test's own output (each
+# package's ok or FAIL line, a failed test's log), its exit status, and at
+# the end the tests skipped in either run, by reason.
+TESTSUMMARY := bin/.testsummary
 test: deps lint cross
-	$(GO) test -count=1 -skip '$(ALONE)' ./...
-	$(GO) test -count=1 -run '$(ALONE)' -v ./internal/device
+	@$(GO) build -o $(TESTSUMMARY) ./internal/testsummary
+	@skips=$$(mktemp); trap 'rm -f $$skips' EXIT; \
+	echo "$(GO) test -count=1 -skip '$(ALONE)' ./..."; \
+	$(TESTSUMMARY) -skips $$skips $(GO) test -count=1 -skip '$(ALONE)' ./...; st=$$?; \
+	if [ $$st -eq 0 ]; then \
+		echo "$(GO) test -count=1 -run '$(ALONE)' -v ./internal/device"; \
+		$(TESTSUMMARY) -v -skips $$skips $(GO) test -count=1 -run '$(ALONE)' -v ./internal/device; st=$$?; \
+	fi; \
+	$(TESTSUMMARY) -report $$skips; exit $$st
 
 # The module builds for Windows and macOS too (T6): the socket transport
 # refuses there, the token transport works.
