@@ -107,7 +107,7 @@ func caddyProxy(t *testing.T, caddy, name, port, upstream string) (root *x509.Ce
 	t.Cleanup(stop)
 	// Ready: its authority's root is written and it serves the name.
 	rootFile := filepath.Join(dir, "data", "pki", "authorities", "local", "root.crt")
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(loadGuard)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for ; ; <-tick.C {
@@ -117,7 +117,7 @@ func caddyProxy(t *testing.T, caddy, name, port, upstream string) (root *x509.Ce
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("caddy did not serve %s with its authority within 20s:\n%s", name, logs.String())
+			t.Fatalf("caddy did not serve %s with its authority within %v:\n%s", name, loadGuard, logs.String())
 		}
 		pemBytes, err := os.ReadFile(rootFile)
 		if err != nil {
@@ -235,7 +235,7 @@ func TestCaddyInChromium_D6(t *testing.T) {
 
 	t.Run("service_worker_registered", func(t *testing.T) {
 		b.t = t
-		b.until("the service worker activated", `navigator.serviceWorker.getRegistration('/').then((r) => !!(r && r.active && r.active.state === 'activated'))`, 15*time.Second)
+		b.until("the service worker activated", `navigator.serviceWorker.getRegistration('/').then((r) => !!(r && r.active && r.active.state === 'activated'))`)
 		var url string
 		b.eval(`navigator.serviceWorker.getRegistration('/').then((r) => r.active.scriptURL)`, &url)
 		if url != public+"/sw.js" {
@@ -253,7 +253,7 @@ func TestCaddyInChromium_D6(t *testing.T) {
 			t.Fatalf("manifest %s: errors %+v, %+v", m.URL, m.Errors, m.Manifest)
 		}
 		var errs []string
-		deadline := time.Now().Add(15 * time.Second)
+		deadline := time.Now().Add(loadGuard)
 		for {
 			r, err := chromedp.Call(b.ctx, page.GetInstallabilityErrors, cdp.Empty{})
 			if err != nil {
@@ -299,12 +299,12 @@ func TestCaddyInChromium_D6(t *testing.T) {
 		// The bridge stops; Caddy answers 502 for it.
 		stopBridge()
 		b.do("reload with the bridge down", chromedp.Reload())
-		b.until("the offline notice", `document.body.innerText.includes('The bridge cannot be reached')`, 10*time.Second)
+		b.until("the offline notice", `document.body.innerText.includes('The bridge cannot be reached')`)
 		b.shoot("collie-caddy-offline-bridge-down.png")
 		// Caddy stops too: the page comes from the worker's shell.
 		stopCaddy()
 		b.do("reload with nothing answering", chromedp.Reload())
-		b.until("the offline notice from the shell", `document.body.innerText.includes('The bridge cannot be reached')`, 10*time.Second)
+		b.until("the offline notice from the shell", `document.body.innerText.includes('The bridge cannot be reached')`)
 		if text := b.text(); strings.Contains(text, "Deploy to production") {
 			t.Fatalf("agent data shown offline: %q", text)
 		}

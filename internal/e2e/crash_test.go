@@ -135,7 +135,7 @@ func TestKilledDaemonReceiptUnknown_A5_A6(t *testing.T) {
 		if err := d.Start(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 20*time.Second, "the daemon's control socket", func() bool {
+		waitFor(t, loadGuard, "the daemon's control socket", func() bool {
 			_, err := ctl.Agents(ctx)
 			return err == nil
 		})
@@ -155,7 +155,7 @@ func TestKilledDaemonReceiptUnknown_A5_A6(t *testing.T) {
 	t.Cleanup(func() { d.Process.Kill(); d.Wait() })
 	dev, _ := pairDevice(t, collie("pair", "--local", "--json"), "phone")
 	gate := map[string]string{device.WriteHeader: "1"}
-	waitFor(t, 20*time.Second, "the slow agent on the device API", func() bool {
+	waitFor(t, loadGuard, "the slow agent on the device API", func() bool {
 		var st device.State
 		dev.call("GET", "/api/v1/state", "", nil, &st)
 		return len(st.Agents) == 1 && st.Agents[0].Snapshot != nil
