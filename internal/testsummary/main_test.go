@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -14,7 +14,10 @@ import (
 // failed test's log are printed, a passed or skipped test's are not, the
 // skips are listed by reason, and the exit status is go test's.
 func TestSummary(t *testing.T) {
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goBin, err := exec.LookPath("go") // go test puts its own first in PATH
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Chdir(filepath.Join("testdata", "mod"))
 	skips := []string{
 		"skipped: 4 tests, for 2 reasons:",
