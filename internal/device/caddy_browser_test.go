@@ -108,7 +108,7 @@ func TestCaddyInChromium_D6(t *testing.T) {
 
 	t.Run("service_worker_registered", func(t *testing.T) {
 		b.t = t
-		b.until("the service worker activated", `navigator.serviceWorker.getRegistration('/').then((r) => !!(r && r.active && r.active.state === 'activated'))`, 15*time.Second)
+		b.until("the service worker activated", `navigator.serviceWorker.getRegistration('/').then((r) => !!(r && r.active && r.active.state === 'activated'))`)
 		var url string
 		b.eval(`navigator.serviceWorker.getRegistration('/').then((r) => r.active.scriptURL)`, &url)
 		if url != public+"/sw.js" {
@@ -126,7 +126,7 @@ func TestCaddyInChromium_D6(t *testing.T) {
 			t.Fatalf("manifest %s: errors %+v, %+v", m.URL, m.Errors, m.Manifest)
 		}
 		var errs []string
-		deadline := time.Now().Add(15 * time.Second)
+		deadline := time.Now().Add(loadGuard)
 		for {
 			r, err := chromedp.Call(b.ctx, page.GetInstallabilityErrors, cdp.Empty{})
 			if err != nil {
@@ -172,12 +172,12 @@ func TestCaddyInChromium_D6(t *testing.T) {
 		// The bridge stops; Caddy answers 502 for it.
 		stopBridge()
 		b.do("reload with the bridge down", chromedp.Reload())
-		b.until("the offline notice", `document.body.innerText.includes('The bridge cannot be reached')`, 10*time.Second)
+		b.until("the offline notice", `document.body.innerText.includes('The bridge cannot be reached')`)
 		b.shoot("collie-caddy-offline-bridge-down.png")
 		// Caddy stops too: the page comes from the worker's shell.
 		stopCaddy()
 		b.do("reload with nothing answering", chromedp.Reload())
-		b.until("the offline notice from the shell", `document.body.innerText.includes('The bridge cannot be reached')`, 10*time.Second)
+		b.until("the offline notice from the shell", `document.body.innerText.includes('The bridge cannot be reached')`)
 		if text := b.text(); strings.Contains(text, "Deploy to production") {
 			t.Fatalf("agent data shown offline: %q", text)
 		}
