@@ -158,7 +158,7 @@ func (c *Config) check(path string) error {
 		c.Always.duration = d
 	}
 	if len(c.Belt) > wire.MaxBelt {
-		return bad("%d belt buttons; an agent shows at most %d (D2): remove %d", len(c.Belt), wire.MaxBelt, len(c.Belt)-wire.MaxBelt)
+		return bad("%d belt buttons; an agent shows at most %d: remove %d", len(c.Belt), wire.MaxBelt, len(c.Belt)-wire.MaxBelt)
 	}
 	for _, list := range []struct {
 		what  string
@@ -187,9 +187,9 @@ func (c *Config) check(path string) error {
 			case changed:
 				return bad("%s: label contains control or invisible characters; remove them", where)
 			case list.chars > 0 && utf8.RuneCountInString(label) > list.chars:
-				return bad("%s: label %q has %d characters; a belt button's label has at most %d (X4)", where, label, utf8.RuneCountInString(label), list.chars)
+				return bad("%s: label %q has %d characters; a belt button's label has at most %d", where, label, utf8.RuneCountInString(label), list.chars)
 			case list.bytes > 0 && len(label) > list.bytes:
-				return bad("%s: label is %d bytes; a starter's label has at most %d (X4)", where, len(label), list.bytes)
+				return bad("%s: label is %d bytes; a starter's label has at most %d", where, len(label), list.bytes)
 			}
 			cc.timeout = DefaultTimeout
 			if cc.Timeout != "" {

@@ -24,7 +24,7 @@ func TestLoadConfig(t *testing.T) {
 		{name: "missing_file_gives_defaults"},
 		{name: "good", content: "title = \"Ops\"\n[question]\ntitle = \"Restart nginx?\"\nrationale = \"It is stuck.\"\n"},
 		{name: "D2_four_belt_buttons", content: belt(4)},
-		{name: "D2_fifth_belt_button", content: belt(5), wantErr: "5 belt buttons; an agent shows at most 4 (D2): remove 1"},
+		{name: "D2_fifth_belt_button", content: belt(5), wantErr: "5 belt buttons; an agent shows at most 4: remove 1"},
 		{name: "relative_command", content: "[[starter]]\nid = \"t\"\nlabel = \"T\"\ncommand = [\"make\", \"test\"]\n", wantErr: `starter "t": the command "make" is not an absolute path; give the full path, such as /usr/bin/make`},
 		{name: "empty_command", content: "[[belt]]\nid = \"t\"\nlabel = \"T\"\ncommand = []\n", wantErr: "the command is empty"},
 		{name: "relative_dir", content: "[[belt]]\nid = \"t\"\nlabel = \"T\"\ncommand = [\"/bin/true\"]\ndir = \"src\"\n", wantErr: "working directory \"src\" is not an absolute path"},

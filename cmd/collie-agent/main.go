@@ -396,7 +396,7 @@ func serveWith(sig *signals, p prepared, name, socket, cfgPath string, log *slog
 			log.Warn("the caller check refuses every write: the agent runs in a root cgroup, where it cannot tell the tools it started from other processes; run it as collie-agent@NAME.service, or set CallerCheck = \"off\" in the config")
 		}
 	} else {
-		log.Warn("the caller check is off (CallerCheck = \"off\"): any process of this user, the agent's own commands included, can answer its questions (C1, C3)")
+		log.Warn("the caller check is off (CallerCheck = \"off\"): any process of this user, the agent's own commands included, can answer its questions")
 	}
 	log.Info("collie-agent serving", "socket", l.Addr().String(), "activated", activated, "listen_fds", listenFDs,
 		"config", cfgPath, "caller_check", checkDesc, "belt", len(cfg.Belt), "starters", len(cfg.Starters), "always_allow", cfg.Always.Enabled)
@@ -457,7 +457,7 @@ func serveRemote(ctx context.Context, srv *durable.Server, cfg Config, tokens du
 		return nil, err
 	}
 	if cfg.Always.Enabled {
-		log.Warn("always allow is offered on the Unix socket only: the token transport has no caller check, so a bridge over HTTPS sees only Allow and Deny (K3)")
+		log.Warn("always allow is offered on the Unix socket only: the token transport has no caller check, so a bridge over HTTPS sees only Allow and Deny")
 	}
 	log.Info("collie-agent serving the token transport", "url", url, "next_token", tokens.Next != "")
 	go func() { done <- srv.ServeTransport(ctx, l, durable.Transport{Remote: true, Tokens: tokens}) }()

@@ -108,7 +108,7 @@ func attachSource(e *env, name, socket, rawURL, tokenEnv, caFile string) (source
 		return sources.Source{}, usagef("give --socket or --url, not both")
 	case socket != "":
 		if tokenEnv != "" || caFile != "" {
-			return sources.Source{}, usagef("--token-env and --ca-file go with --url; a socket carries no token (T1)")
+			return sources.Source{}, usagef("--token-env and --ca-file go with --url; a socket carries no token: its private path is its gate")
 		}
 		if err := socketPlatform(runtime.GOOS); err != nil {
 			return sources.Source{}, err

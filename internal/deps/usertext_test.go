@@ -39,7 +39,7 @@ var reviewerPages = []string{"docs/requirements.md", "docs/coding-agents-finding
 func userTextFiles(t *testing.T, root string) []string {
 	t.Helper()
 	var files []string
-	for _, pattern := range []string{"README.md", "docs/*.md", "man/*.md", "man/*.[1-8]", "systemd/*", "systemd/*/*", "packaging/completions/*"} {
+	for _, pattern := range []string{"README.md", "docs/*.md", "man/*.md", "man/*.[1-8]", "systemd/*", "systemd/*/*", "packaging/completions/*", "cmd/collie-agent/testdata/example.toml"} {
 		m, err := filepath.Glob(filepath.Join(root, pattern))
 		if err != nil {
 			t.Fatal(err)
