@@ -138,13 +138,22 @@ func (a *API) record(r refusal) {
 	if r.Code == "cross-site" && r.Write == "" {
 		what = "refused a read from another site's page"
 	}
-	if r.Write == "pair" {
+	switch r.Write {
+	case "":
+	case "pair":
 		what = "refused a pairing attempt"
-	} else if r.Write != "" {
+	case unknownWrite:
+		what = "refused a request for a write the device API does not have"
+	default:
 		what = "refused a write"
 	}
 	a.o.Log.Warn(what, "source", r.source, "code", r.Code, "reason", r.Reason, "count", r.Count)
 }
+
+// unknownWrite is the write name of the route that catches a write name
+// the protocol does not have: refusals on it are not writes to an agent,
+// and go to the journal saying so.
+const unknownWrite = "unknown-write"
 
 // Changed tells open event streams that the bridge's state changed.
 func (a *API) Changed() { a.feed.changed() }
@@ -178,7 +187,7 @@ func (a *API) routes() *router {
 		rt.write("POST /api/v1/agents/{agent}/"+wr.Name, gateSpec{write: wr.Name, paired: true, source: a.srcWrite}, a.write)
 	}
 	// Any other name: told which there are (after the gate, like a write).
-	rt.write("POST /api/v1/agents/{agent}/{write}", gateSpec{paired: true, source: a.srcWrite}, a.noSuchWrite)
+	rt.write("POST /api/v1/agents/{agent}/{write}", gateSpec{write: unknownWrite, paired: true, source: a.srcWrite}, a.noSuchWrite)
 	if a.o.Agents != nil {
 		for _, p := range agentwire.Patterns() {
 			rt.agentRoute(p, a.o.Agents)

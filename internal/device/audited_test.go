@@ -1,7 +1,9 @@
 package device
 
 import (
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/collie-linux/collie/internal/audit"
@@ -63,3 +65,34 @@ func TestEveryDeviceWriteIsAudited_A1(t *testing.T) {
 		t.Fatalf("only %d audited write routes found", seen)
 	}
 }
+
+// TestUnknownWriteRefusalSaysSo: a refused request for a write the device
+// API does not have is not a write to an agent: it goes to the journal,
+// saying what it was (it used to say "another host name").
+func TestUnknownWriteRefusalSaysSo(t *testing.T) {
+	f := newFixture(t)
+	var mu sync.Mutex
+	var lines []string
+	f.api.o.Log = slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, string(p))
+		return len(p), nil
+	}), nil))
+	before := f.audit.count()
+	if status, b := f.do(t, "POST", "/api/v1/agents/demo/frobnicate", f.cred, `{}`, nil); status != 403 {
+		t.Fatalf("no write header: %d %s", status, b)
+	}
+	if f.audit.count() != before {
+		t.Fatalf("audit lines for a write that does not exist: %q", f.audit.all()[before:])
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lines) != 1 || !strings.Contains(lines[0], "refused a request for a write the device API does not have") || strings.Contains(lines[0], "host name") {
+		t.Fatalf("journal: %q", lines)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
