@@ -170,13 +170,17 @@ func (p *Platform) remember(c Claims) error {
 		return errors.New("the platform's assertion was used before (its jti is not new)")
 	}
 	if len(p.seen) >= maxSeen {
+		var first time.Time // when the next one may be forgotten
 		for j, until := range p.seen {
 			if now.After(until) {
 				delete(p.seen, j)
+			} else if first.IsZero() || until.Before(first) {
+				first = until
 			}
 		}
 		if len(p.seen) >= maxSeen {
-			return errors.New("too many platform assertions in the last minutes; try again shortly")
+			wait := max(time.Second, first.Sub(now).Round(time.Second)+time.Second)
+			return fmt.Errorf("the bridge holds %d platform assertions that have not expired, as many as it keeps; the oldest expires in %s: try again then", maxSeen, wait)
 		}
 	}
 	p.seen[c.Jti] = time.Unix(c.Exp, 0).Add(clockSkew)
