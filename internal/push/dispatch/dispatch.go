@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -479,7 +480,8 @@ func (d *Dispatcher) record(w *worker, r Result) {
 		log.Debug("push delivered to the provider", "answer", r.Answer)
 	case !w.failing:
 		w.failing = true
-		log.Warn("push provider failed: "+w.p.Name()+": "+r.Answer+"; further failures are debug lines until it works again", "err", r.Answer)
+		// Several destinations' failures are joined by newlines: one line.
+		log.Warn("push provider failed: "+w.p.Name()+": "+strings.ReplaceAll(r.Answer, "\n", "; ")+"; further failures are debug lines until it works again", "err", r.Answer)
 	default:
 		log.Debug("push provider failed again", "err", r.Answer)
 	}
