@@ -55,7 +55,7 @@ func (l *liveConfig) State() control.ConfigState {
 func (l *liveConfig) reload(ctx context.Context) {
 	cfg, _, err := config.Load(l.path)
 	if err != nil {
-		l.log.Error("config.toml was not reloaded, so the daemon keeps the settings it runs with: "+err.Error(), "config", l.path)
+		l.log.Error("config.toml was not reloaded, so the daemon keeps the settings it runs with", "err", err.Error())
 		l.mu.Lock()
 		l.state.Error = err.Error()
 		l.mu.Unlock()
@@ -67,10 +67,10 @@ func (l *liveConfig) reload(ctx context.Context) {
 	l.state = control.ConfigState{ReadAt: time.Now(), Restart: restart}
 	l.mu.Unlock()
 	if len(restart) > 0 {
-		l.log.Warn("config.toml reloaded; the changes to "+strings.Join(restart, ", ")+" apply only after a restart: systemctl --user restart collie", "config", l.path, "restart", restart)
+		l.log.Warn("config.toml reloaded; the changes to " + strings.Join(restart, ", ") + " apply only after a restart: systemctl --user restart collie")
 		return
 	}
-	l.log.Info("config.toml reloaded", "config", l.path)
+	l.log.Info("config.toml reloaded")
 }
 
 // restartNeeded names what cfg changes, since the daemon started, that

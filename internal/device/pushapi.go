@@ -84,7 +84,7 @@ func (a *API) pushSubscribe(w http.ResponseWriter, r *http.Request, c *call) {
 		apiError(w, http.StatusInternalServerError, "store-failed", "the bridge could not save the subscription; see journalctl --user -u collie")
 		return
 	}
-	a.o.Log.Info("device "+c.dev.ID+" turned on notifications through "+sub.Origin(), "device", c.dev.ID, "service", sub.Origin())
+	a.o.Log.Info("a device turned on notifications", "device", c.dev.ID, "service", sub.Origin())
 	a.setting(c.dev, audit.PushSubscribe{Service: sub.Origin(), Result: audit.OK})
 	writeJSON(w, http.StatusOK, PushSubscribed{Subscribed: true})
 }
@@ -99,7 +99,7 @@ func (a *API) pushUnsubscribe(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	if had {
-		a.o.Log.Info("device "+c.dev.ID+" turned off notifications", "device", c.dev.ID)
+		a.o.Log.Info("a device turned off notifications", "device", c.dev.ID)
 	}
 	a.setting(c.dev, audit.PushUnsubscribe{Result: audit.OK})
 	writeJSON(w, http.StatusOK, PushSubscribed{Subscribed: false})

@@ -108,7 +108,7 @@ func TestIdleProvider_D9(t *testing.T) {
 	if n := len(web.messages()); n != 0 {
 		t.Fatalf("%d pushes sent through an idle provider", n)
 	}
-	if l.count(slog.LevelInfo, "a question's push was held back") != 0 {
+	if l.count(slog.LevelInfo, MsgHeld) != 0 {
 		t.Fatal("a question with no provider in use was logged as held back by the guard")
 	}
 	web.why = ""

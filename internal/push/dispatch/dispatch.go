@@ -308,20 +308,21 @@ func (d *Dispatcher) Question(q Question) guard.Decision {
 		d.enqueue(Compose(q, d.Preview(), d.o.URL()), dec)
 	case guard.Summary:
 		log.Debug("push summarised", "waiting", dec.Waiting, "until", dec.Until)
-		d.o.Log.Info(fmt.Sprintf("30 pushes in the last hour: one summary push for %d questions waiting, then no push until %s", dec.Waiting, clock(dec.Until)), "waiting", dec.Waiting, "until", dec.Until.Format(time.RFC3339))
+		d.o.Log.Info(fmt.Sprintf("30 pushes in the last hour: one summary push for %d questions waiting, then no push until %s", dec.Waiting, clock(dec.Until)))
 		d.enqueue(summary(dec.Waiting, dec.Until, d.o.URL()), dec)
 	case guard.Held:
-		log.Info(HeldLine("a question's push was held back", dec.Reason, dec.Until), "reason", dec.Reason, "until", dec.Until.Format(time.RFC3339))
+		log.Info(MsgHeld, "reason", HeldWhy(dec.Reason, dec.Until))
 		d.markDirty()
 	}
 	return dec
 }
 
-// HeldLine is the sentence for a push held back: what, why, and when
-// pushes go out again.
-func HeldLine(what, reason string, until time.Time) string {
-	return what + ": " + HeldWhy(reason, until)
-}
+// Journal lines of a push held back; the handler adds the reason (with
+// when the next can go out) to the message.
+const (
+	MsgHeld     = "a question's push was held back"
+	MsgTestHeld = "a test push was held back"
+)
 
 // HeldWhy is why a push was held back and when the next can go out.
 func HeldWhy(reason string, until time.Time) string {
@@ -475,13 +476,13 @@ func (d *Dispatcher) record(w *worker, r Result) {
 	switch {
 	case r.OK && w.failing:
 		w.failing = false
-		log.Info("push provider works again: "+w.p.Name(), "answer", r.Answer)
+		log.Info("push provider works again", "answer", r.Answer)
 	case r.OK:
 		log.Debug("push delivered to the provider", "answer", r.Answer)
 	case !w.failing:
 		w.failing = true
 		// Several destinations' failures are joined by newlines: one line.
-		log.Warn("push provider failed: "+w.p.Name()+": "+strings.ReplaceAll(r.Answer, "\n", "; ")+"; further failures are debug lines until it works again", "err", r.Answer)
+		log.Warn("push provider failed; further failures are debug lines until it works again", "err", strings.ReplaceAll(r.Answer, "\n", "; "))
 	default:
 		log.Debug("push provider failed again", "err", r.Answer)
 	}
@@ -536,7 +537,7 @@ func (d *Dispatcher) Test(ctx context.Context) TestOutcome {
 	}
 	dec := d.o.Guard.Test()
 	if dec.Outcome != guard.Push {
-		d.o.Log.Info(HeldLine("a test push was held back", dec.Reason, dec.Until), "reason", dec.Reason, "until", dec.Until.Format(time.RFC3339))
+		d.o.Log.Info(MsgTestHeld, "reason", HeldWhy(dec.Reason, dec.Until))
 		out.Held, out.Until = dec.Reason, dec.Until
 		return out
 	}

@@ -114,6 +114,26 @@ func (l *logs) count(level slog.Level, msg string) int {
 	return n
 }
 
+// held counts the info lines msg (MsgHeld, MsgTestHeld) whose reason
+// starts with reason.
+func (l *logs) held(msg, reason string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, r := range l.recs {
+		if r.Level != slog.LevelInfo || r.Message != msg {
+			continue
+		}
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "reason" && strings.HasPrefix(a.Value.String(), reason) {
+				n++
+			}
+			return true
+		})
+	}
+	return n
+}
+
 func q(agent, conv string, i int) Question {
 	return Question{Agent: agent, AgentTitle: "Deploy bot", Conversation: conv, ConversationTitle: "Release " + conv, ID: fmt.Sprint("q", i), Title: fmt.Sprintf("Ship build %d to prod?", i)}
 }
@@ -336,7 +356,7 @@ func TestPushTest(t *testing.T) {
 	if out.Held != guard.ReasonTests || !out.Until.Equal(time.UnixMilli(now.Add(time.Minute).UnixMilli())) {
 		t.Fatalf("the fourth test in a minute: %+v", out)
 	}
-	if n := l.count(slog.LevelInfo, "a test push was held back: "+guard.ReasonTests+"; the next can go out at"); n != 4 {
+	if n := l.held(MsgTestHeld, guard.ReasonTests+"; the next can go out at"); n != 4 {
 		t.Fatalf("%d info lines for 4 test pushes held back (the 4th to 7th)", n)
 	}
 }
@@ -410,7 +430,7 @@ func TestEveryDecisionIsALogLine_D9(t *testing.T) {
 	}
 	d.Question(q("a", "last", 999)) // the 31st: the summary
 	d.Question(q("a", "last", 999)) // a repeat: nothing
-	if sent, held, sum := l.count(slog.LevelDebug, "push sent"), l.count(slog.LevelInfo, "a question's push was held back: "+guard.ReasonHostMinute+"; the next can go out at"), l.count(slog.LevelDebug, "push summarised"); sent != 30 || held != 6 || sum != 1 {
+	if sent, held, sum := l.count(slog.LevelDebug, "push sent"), l.held(MsgHeld, guard.ReasonHostMinute+"; the next can go out at"), l.count(slog.LevelDebug, "push summarised"); sent != 30 || held != 6 || sum != 1 {
 		t.Fatalf("lines: %d sent (debug), %d held back (info, with when), %d summarised; want 30, 6, 1", sent, held, sum)
 	}
 	if n := l.count(slog.LevelInfo, "30 pushes in the last hour"); n != 1 {
