@@ -274,6 +274,9 @@ func (s *Server) handler(t Transport) http.Handler {
 		mux.HandleFunc("POST "+wire.AskPath, s.serveAsk)
 		mux.HandleFunc("GET "+wire.GrantsPath, s.serveGrants)
 		mux.HandleFunc("POST "+wire.RevokePath, s.serveRevoke)
+		for path, h := range s.localRoutes() {
+			mux.HandleFunc("POST "+path, h)
+		}
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		wire.WriteError(w, http.StatusNotFound, wire.CodeNotFound,
