@@ -93,12 +93,16 @@ func (s *Server) addTools() {
 		OutputSchema: obj(props{"answer": str("", 0, 0), "note": str("", 0, 0)}, "answer"),
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in choiceIn) (*mcp.CallToolResult, textOut, error) {
 		r := wire.AskRequest{Kind: wire.AskChoice}
-		labels := map[string]string{}
+		labels, seen := map[string]string{}, map[string]bool{}
 		for i, o := range in.Options {
 			label, err := cleanLabel("option", o)
 			if err != nil {
 				return nil, textOut{}, err
 			}
+			if seen[label] {
+				return nil, textOut{}, fmt.Errorf("the option %q is used twice; give every option different words", label)
+			}
+			seen[label] = true
 			id := fmt.Sprintf("c%d", i+1)
 			labels[id] = o
 			r.Options = append(r.Options, wire.Option{ID: id, Label: label})
