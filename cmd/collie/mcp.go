@@ -22,7 +22,7 @@ import (
 // Its stdout carries the protocol only; what it logs goes to stderr.
 func cmdMCP(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("collie mcp", e)
-	agent := fs.String("agent", "", "ask through collie-agent@NAME (default: $COLLIE_AGENT_SOCKET, $COLLIE_AGENT, or the only agent)")
+	agent := fs.String("agent", "", "ask through collie-agent@`NAME` (default: $COLLIE_AGENT_SOCKET, $COLLIE_AGENT, or the only agent)")
 	socket := fs.String("socket", "", "ask through the durable agent listening at `PATH`")
 	timeout := fs.Duration("timeout", mcpserver.DefaultTimeout, "deny a question by default after `DURATION` when the call gives no timeout (at most 1h); approve always uses it")
 	if err := parse(fs, args); err != nil {
