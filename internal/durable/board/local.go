@@ -54,8 +54,8 @@ func (b *Board) LocalClose(r *wire.LocalCloseRequest) (wire.LocalReply, error) {
 		return wire.LocalReply{}, err
 	}
 	if !c.local {
-		return wire.LocalReply{}, durable.Refuse(http.StatusForbidden, wire.CodeUnknownTarget,
-			"the conversation %q was not opened by a local program, so only a paired device may close it", r.Conversation)
+		return wire.LocalReply{}, durable.Refuse(http.StatusNotFound, wire.CodeUnknownTarget,
+			"no conversation a local program opened is %q; only a paired device may close the agent's own", r.Conversation)
 	}
 	for len(c.open) > 0 {
 		b.decide(c.open[0], wire.AskReply{Status: wire.StatusWithdrawn, Reason: "the program that asked ended its session"})

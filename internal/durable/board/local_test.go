@@ -44,7 +44,7 @@ func TestLocalConversation_D1(t *testing.T) {
 
 	// The agent's own conversation is not a local program's to close.
 	status, body = r.Post(t, wire.LocalClosePath, wire.LocalCloseRequest{Conversation: "main"})
-	durabletest.Want(t, status, body, http.StatusForbidden, wire.CodeUnknownTarget)
+	durabletest.Want(t, status, body, http.StatusNotFound, wire.CodeUnknownTarget)
 	if durabletest.FindConv(r.Snapshot(t), "main").Closed {
 		t.Fatal("a local program closed the agent's own conversation")
 	}
