@@ -263,7 +263,7 @@ func (s *Server) explain(err error) error {
 	case errors.As(err, &rf):
 		return fmt.Errorf("the durable agent refused: %s", rf.message)
 	case errors.As(err, &un):
-		return fmt.Errorf("Collie cannot reach its durable agent at %s (%v); no question was asked: treat this as no, and tell the user to check the agent (collie doctor)", s.cfg.Where, un.err)
+		return fmt.Errorf("collie mcp cannot reach its durable agent at %s (%v); no question was asked: treat this as no, and tell the user to check the agent (collie doctor)", s.cfg.Where, un.err)
 	}
 	return err
 }

@@ -199,7 +199,7 @@ func TestNotDecided_D1(t *testing.T) {
 			}}}
 			r := newRig(t, Config{Agent: down})
 			res, _, text := r.result(r.call(t.Context(), "ask_yes_no", map[string]any{"question": "Q?"}, nil))
-			if !res.IsError || !strings.Contains(text, "Collie cannot reach its durable agent at /run/user/1000/desk/a.sock (no socket at") {
+			if !res.IsError || !strings.Contains(text, "collie mcp cannot reach its durable agent at /run/user/1000/desk/a.sock (no socket at") {
 				t.Fatalf("%q", text)
 			}
 		})

@@ -49,7 +49,7 @@ func TestLocalConversation_D1(t *testing.T) {
 		t.Fatal("a local program closed the agent's own conversation")
 	}
 
-	status, body = r.Post(t, wire.LocalClosePath, wire.LocalCloseRequest{Conversation: open.Conversation})
+	status, body = r.Post(t, wire.LocalClosePath, wire.LocalCloseRequest(open))
 	durabletest.Want(t, status, body, 200, "")
 	if rep := <-ch; rep.Status != wire.StatusWithdrawn {
 		t.Fatalf("closing the session's conversation left its question %+v, want withdrawn", rep)
