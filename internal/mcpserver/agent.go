@@ -81,8 +81,16 @@ func unwrapURL(err error) error {
 // asked again with the same request id until it is decided or ctx ends.
 // The agent's own timeout (r.TimeoutSeconds) decides a question nobody
 // answers; a wait that outlives it by far means the agent lost it.
+//
+// Once the agent has the question, a connection that fails (the agent
+// restarting under socket activation) is tried again every 2 seconds for
+// up to 30, as collie ask does; the question is asked again with the same
+// request id.
 func (a *agent) ask(ctx context.Context, r wire.AskRequest) (wire.AskReply, error) {
+	const retryFor, retryEvery = 30 * time.Second, 2 * time.Second
 	limit := time.Now().Add(time.Duration(r.TimeoutSeconds)*time.Second + 30*time.Second)
+	asked := false
+	var failingSince time.Time
 	for {
 		left := time.Until(limit)
 		if left <= 0 {
@@ -93,14 +101,27 @@ func (a *agent) ask(ctx context.Context, r wire.AskRequest) (wire.AskReply, erro
 		var rep wire.AskReply
 		err := a.call(rctx, wire.AskPath, r, &rep)
 		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				return wire.AskReply{}, ctx.Err()
+		var un *unreachable
+		switch {
+		case ctx.Err() != nil:
+			return wire.AskReply{}, ctx.Err()
+		case err == nil:
+			if rep.Status != wire.StatusPending {
+				return rep, nil
 			}
+			asked, failingSince = true, time.Time{}
+			continue
+		case !asked || !errors.As(err, &un):
 			return wire.AskReply{}, err
+		case failingSince.IsZero():
+			failingSince = time.Now()
+		case time.Since(failingSince) > retryFor:
+			return wire.AskReply{}, &unreachable{fmt.Errorf("lost the agent while waiting: %w", un.err)}
 		}
-		if rep.Status != wire.StatusPending {
-			return rep, nil
+		select {
+		case <-time.After(retryEvery):
+		case <-ctx.Done():
+			return wire.AskReply{}, ctx.Err()
 		}
 	}
 }

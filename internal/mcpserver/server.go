@@ -195,6 +195,17 @@ func (s *Server) conversation(ctx context.Context, req *mcp.CallToolRequest) (st
 	return id, nil
 }
 
+// forget drops the session's conversation conv, which the agent no longer
+// knows: the next call opens another.
+func (s *Server) forget(req *mcp.CallToolRequest, conv string) {
+	st := s.sessionOf(req.Session)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.conv == conv {
+		st.conv = ""
+	}
+}
+
 // title names the session's conversation after the client and the folder
 // it runs in: "claude-code in ~/src/app".
 func (s *Server) title(req *mcp.CallToolRequest) string {

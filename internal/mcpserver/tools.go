@@ -176,13 +176,12 @@ func (s *Server) addTools() {
 		if err := sanitize.CheckSend(in.Message); err != nil {
 			return nil, notifyOut{}, fmt.Errorf("the message: %w", err)
 		}
-		conv, err := s.conversation(ctx, req)
-		if err == nil && conv == "" {
-			err = errors.New("this durable agent keeps no conversations for local programs, so it cannot show a message; ask a question instead")
-		}
-		if err == nil {
-			err = s.agent.note(ctx, conv, in.Message)
-		}
+		err := s.inConversation(ctx, req, func(conv string) error {
+			if conv == "" {
+				return errors.New("this durable agent keeps no conversations for local programs, so it cannot show a message; ask a question instead")
+			}
+			return s.agent.note(ctx, conv, in.Message)
+		})
 		if err != nil {
 			return nil, notifyOut{}, s.explain(err)
 		}
@@ -219,16 +218,17 @@ func (s *Server) askHuman(ctx context.Context, req *mcp.CallToolRequest, r wire.
 func (s *Server) ask(ctx context.Context, req *mcp.CallToolRequest, r wire.AskRequest, timeout time.Duration) (wire.AskReply, error) {
 	r.RequestID = newID("mcp")
 	r.TimeoutSeconds = int64(max(timeout.Round(time.Second)/time.Second, 1))
-	conv, err := s.conversation(ctx, req)
-	if err != nil {
-		return wire.AskReply{}, s.explain(err)
-	}
-	r.Conversation = conv
 	if err := r.Validate(); err != nil {
 		return wire.AskReply{}, fmt.Errorf("the question cannot be asked: %w", err)
 	}
 	stop := s.progress(ctx, req, timeout)
-	rep, err := s.agent.ask(ctx, r)
+	var rep wire.AskReply
+	err := s.inConversation(ctx, req, func(conv string) error {
+		r.Conversation = conv
+		var err error
+		rep, err = s.agent.ask(ctx, r)
+		return err
+	})
 	stop()
 	if ctx.Err() != nil {
 		if w, werr := s.agent.withdraw(ctx, r.RequestID); werr == nil && w.Status == wire.StatusAnswered {
@@ -251,6 +251,25 @@ func (s *Server) ask(ctx context.Context, req *mcp.CallToolRequest, r wire.AskRe
 		return wire.AskReply{}, fmt.Errorf("the question was withdrawn (%s); treat it as no", why)
 	}
 	return wire.AskReply{}, fmt.Errorf("the agent gave no decision (%q); treat it as no", rep.Status)
+}
+
+// inConversation runs do in the session's conversation. When the agent
+// no longer knows it (it restarted, and keeps its conversations in
+// memory), a new one is opened and do runs once more.
+func (s *Server) inConversation(ctx context.Context, req *mcp.CallToolRequest, do func(conv string) error) error {
+	for try := 0; ; try++ {
+		conv, err := s.conversation(ctx, req)
+		if err != nil {
+			return err
+		}
+		err = do(conv)
+		var rf *refusal
+		if try == 0 && conv != "" && errors.As(err, &rf) && rf.code == wire.CodeUnknownTarget {
+			s.forget(req, conv)
+			continue
+		}
+		return err
+	}
 }
 
 // explain is the tool error for a failure to reach or use the agent.
