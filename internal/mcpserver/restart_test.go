@@ -49,7 +49,9 @@ func TestAgentRestart_D1(t *testing.T) {
 		stop := func(a *agentRun) { a.cancel(); a.l.Close(); <-a.done; a.b.Stop() }
 		var cur atomic.Pointer[agentRun]
 		cur.Store(start())
-		dial := func(ctx context.Context, n, addr string) (net.Conn, error) { return cur.Load().l.DialContext(ctx, n, addr) }
+		dial := func(ctx context.Context, n, addr string) (net.Conn, error) {
+			return cur.Load().l.DialContext(ctx, n, addr)
+		}
 		srv := New(Config{Agent: &http.Client{Transport: &http.Transport{DialContext: dial}}, Where: "a.sock", Cwd: "/w"})
 		st, ct := mcp.NewInMemoryTransports()
 		ctx, cancel := context.WithCancel(t.Context())
