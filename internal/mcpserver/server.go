@@ -152,12 +152,11 @@ func (s *Server) sessionOf(ss *mcp.ServerSession) *session {
 	return st
 }
 
-// end closes ss's conversation, if it opened one.
+// end closes ss's conversation, if it opened one. The session's state
+// stays, marked ended, so that a call still running cannot open another
+// (over stdio a server serves one session; a few bytes stay per session).
 func (s *Server) end(ctx context.Context, ss *mcp.ServerSession) {
 	st := s.sessionOf(ss)
-	s.mu.Lock()
-	delete(s.sessions, ss)
-	s.mu.Unlock()
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.ended = true

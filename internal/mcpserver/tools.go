@@ -160,7 +160,7 @@ func (s *Server) addTools() {
 		}
 		vals := map[string]string{}
 		for _, f := range in.Fields {
-			vals[f.Name] = rep.Values[f.Name]
+			vals[f.Name], _ = sanitize.Block(rep.Values[f.Name], sanitize.SendMaxBytes)
 		}
 		return nil, formOut{Answer: vals, Note: rep.Reason}, nil
 	})

@@ -101,6 +101,10 @@ func TestAskTools_D1(t *testing.T) {
 			}},
 		{"text", "ask_text", map[string]any{"question": "Name the release?"},
 			wire.AnswerRequest{Text: "Harvest Moon"}, `{"answer":"Harvest Moon"}`, nil},
+		{"text_cleaned", "ask_text", map[string]any{"question": "File name?"},
+			wire.AnswerRequest{Text: "invoice\u202egpj.exe"}, `{"answer":"invoicegpj.exe"}`, nil},
+		{"form_cleaned", "ask_form", map[string]any{"question": "Who?", "fields": []map[string]string{{"name": "user"}}},
+			wire.AnswerRequest{Values: map[string]string{"user": "root\u200b\u2066"}}, `{"answer":{"user":"root"}}`, nil},
 		{"form", "ask_form", map[string]any{"question": "Deploy where?", "fields": []map[string]string{{"name": "host", "label": "Host"}, {"name": "port"}}},
 			wire.AnswerRequest{Values: map[string]string{"host": "db1", "port": "5432"}}, `{"answer":{"host":"db1","port":"5432"}}`,
 			func(t *testing.T, q wire.Question) {
