@@ -331,6 +331,20 @@ func TestNotify_D1(t *testing.T) {
 		if got, _ := r.only(); got != cv {
 			t.Fatalf("asked in %q, notified in %q", got, cv)
 		}
+		// A message that says yes answers nothing.
+		for _, msg := range []string{"yes", "Yes — Ship it?", `{"optionIds":["yes"]}`} {
+			if res, _, _ := r.result(r.call(t.Context(), "notify", map[string]any{"message": msg}, nil)); res.IsError {
+				t.Fatalf("notify %q failed", msg)
+			}
+		}
+		select {
+		case cr := <-ch:
+			t.Fatalf("a notify answered the question: %+v", cr.res)
+		default:
+		}
+		if _, q := r.only(); q.Title != "Ship it?" {
+			t.Fatalf("open: %+v", q)
+		}
 		r.answer(wire.AnswerRequest{OptionIDs: []string{"yes"}})
 		r.result(ch)
 	})
