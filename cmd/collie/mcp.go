@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/collie-linux/collie/internal/agentsession"
 	"github.com/collie-linux/collie/internal/ask"
 	"github.com/collie-linux/collie/internal/mcpserver"
 	"github.com/collie-linux/collie/internal/version"
@@ -19,7 +17,9 @@ import (
 
 // cmdMCP is `collie mcp`: an MCP server on stdin and stdout for one
 // client session, asking through a local durable agent (internal/mcpserver).
-// Its stdout carries the protocol only; what it logs goes to stderr.
+// Its stdout carries the protocol only; what it logs goes to stderr. In an
+// agent environment it does not run (agentCommands): it asks through a
+// durable agent on this machine.
 func cmdMCP(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("collie mcp", e)
 	agent := fs.String("agent", "", "ask through collie-agent@`NAME` (default: $COLLIE_AGENT_SOCKET, $COLLIE_AGENT, or the only agent)")
@@ -30,9 +30,6 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	}
 	if *timeout <= 0 || *timeout > mcpserver.MaxTimeout {
 		return usagef("--timeout must be above 0 and at most %s", mcpserver.MaxTimeout)
-	}
-	if e.admission.Kind != agentsession.Human {
-		return errors.New("collie mcp asks through a durable agent on this machine; in an agent environment, ask with collie ask")
 	}
 	path, err := ask.FindSocket(*socket, *agent, e.getenv)
 	if err != nil {
