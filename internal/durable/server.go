@@ -9,7 +9,8 @@
 // The server is transport-agnostic: each listener is served with a
 // Transport that says how its callers are gated. A local Unix socket gets
 // the caller check; the token transport (HTTPS, K3) gets none, never offers
-// "always allow", and does not serve the local routes (ask, grants).
+// "always allow", and does not serve the local routes (ask, grants, and a
+// local program's own conversation and withdraw, local.go).
 //
 // What the writes and asks do is up to the App a server is given; the
 // reference agent's is board.Board (package durable/board), whose "always
