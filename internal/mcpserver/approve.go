@@ -30,17 +30,19 @@ type decision struct {
 }
 
 func (s *Server) addApprove() {
+	in := obj(props{
+		"tool_name":   str("The tool Claude Code is about to run.", 1, 0),
+		"input":       {Type: "object", Description: "The tool's input, as it will run."},
+		"tool_use_id": str("Claude Code's id of the tool call; a second call with the same id gets the first answer.", 0, 0),
+	}, "tool_name", "input")
+	in.AdditionalProperties = nil // Claude Code's schema, open as the hook's: what else it sends is ignored
 	s.mcp.AddTool(&mcp.Tool{
 		Name:  approveTool,
 		Title: "Approve a tool call on the user's phone",
 		Description: "Claude Code's permission prompt (--permission-prompt-tool mcp__collie__approve): shows the tool call on the user's phone and waits for their tap. " +
 			"Returns {\"behavior\":\"allow\",\"updatedInput\":<input>} or {\"behavior\":\"deny\",\"message\":...} as JSON text. " +
 			"Anything but the user's yes is a deny. Not meant to be called by a model.",
-		InputSchema: obj(props{
-			"tool_name":   str("The tool Claude Code is about to run.", 1, 0),
-			"input":       {Type: "object", Description: "The tool's input, as it will run."},
-			"tool_use_id": str("Claude Code's id of the tool call; a second call with the same id gets the first answer.", 0, 0),
-		}, "tool_name", "input"),
+		InputSchema: in,
 	}, s.approve)
 }
 

@@ -38,7 +38,8 @@ func TestApprove_D1(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := newRig(t, Config{Timeout: time.Minute})
-				args := json.RawMessage(`{"tool_name":"Bash","input":` + input + `,"tool_use_id":"toolu_01ABC"}`)
+				// A field Claude Code may add (its schema is open) is ignored.
+				args := json.RawMessage(`{"tool_name":"Bash","input":` + input + `,"tool_use_id":"toolu_01ABC","permission_suggestions":[]}`)
 				ch := r.call(t.Context(), "approve", args, nil)
 				synctest.Wait()
 				_, q := r.only()
