@@ -157,8 +157,9 @@
 // lists it in Report.Unfinished ("outcome unknown: the bridge stopped"),
 // not as tampering, and collie audit shows it once, with the result
 // "unknown"; a pending line whose outcome follows is shown only as its
-// outcome. An outcome naming no pending line before it, or one ended
-// twice, is a problem. Writes refused before they reach the agent have
+// outcome. Open files such a write's receipt with the result "unknown"
+// (StatusUnknown), never "pending". An outcome naming no pending line
+// before it, or one ended twice, is a problem. Writes refused before they reach the agent have
 // no pending line: Record writes their one line.
 //
 // # fsync

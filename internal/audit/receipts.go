@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -23,7 +24,7 @@ type Receipt struct {
 	Session   string    `json:"session"`
 	Event     string    `json:"event"`
 	RequestID string    `json:"requestId"`
-	Result    string    `json:"result"` // "ok", "refused" or "failed"
+	Result    string    `json:"result"` // "ok", "refused", "failed", or "unknown" (StatusUnknown)
 }
 
 // ErrNoReceipt is returned by Receipt when no receipt is kept for the
@@ -332,13 +333,25 @@ func (l *Log) locked(fn func() error) error {
 	return fn()
 }
 
+// StatusUnknown is the result of a receipt for a write whose outcome the
+// log does not hold: it was forwarded to the agent (its pending line is
+// in the log) and the bridge stopped before the agent answered. The agent
+// may or may not have carried it out.
+const StatusUnknown = "unknown"
+
 // recoverReceipts files the receipts of taps whose line reached the log
 // but whose receipt did not: a crash between the two writes, or a
 // receipt file lost. The log is what is synced to the disk; the receipts
-// are an index of it. It reads back from the end of the log's newest two
-// files to the line of the newest receipt (hashing lines, parsing only
-// those after it), so it finds every line written since unless the log
-// rotated twice since (16 MiB of lines). It returns how many it filed.
+// are an index of it. It reads the log's newest two files: every tap
+// after the line of the newest receipt gets its receipt (it hashes lines
+// back to that one, parsing only those after it), so it finds every line
+// written since unless the log rotated twice since (16 MiB of lines). A
+// write begun (a pending line) whose outcome is in neither file was cut by
+// the bridge stopping: its receipt says "unknown", never "pending". It
+// runs at Open, before this process begins a write, so no write of its own
+// is in flight; should another process's write end after all, its outcome's
+// receipt is the newer one for the request. A line whose receipt is kept
+// already is never filed twice. It returns how many it filed.
 func (l *Log) recoverReceipts(now time.Time) (int, error) {
 	paths, err := Files(l.opts.Dir)
 	if err != nil {
@@ -348,44 +361,79 @@ func (l *Log) recoverReceipts(now time.Time) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	last := ""
-	if n := len(l.rc.list); n > 0 {
-		last = l.rc.list[n-1].ID
+	var all [][]byte // the lines of the files, oldest first
+	for _, f := range files {
+		all = append(all, splitLines(f.data)...)
 	}
-	var after [][]byte // the lines after the newest receipt's, newest first
-	found := last == ""
-scan:
-	for i := len(files) - 1; i >= 0; i-- {
-		lines := splitLines(files[i].data)
-		for j := len(lines) - 1; j >= 0; j-- {
-			if last != "" && hashLine(lines[j]) == last {
-				found = true
-				break scan
+	kept := make(map[string]bool, len(l.rc.list))
+	last := ""
+	for _, r := range l.rc.list {
+		kept[r.ID] = true
+		last = r.ID
+	}
+	from := 0 // the first line after the newest receipt's
+	if last != "" {
+		from = len(all) // its line is older than these files: none is missing from them
+		for j := len(all) - 1; j >= 0; j-- {
+			if hashLine(all[j]) == last {
+				from = j + 1
+				break
 			}
-			after = append(after, lines[j])
 		}
 	}
-	if !found {
-		return 0, nil // the newest receipt's line is older than these files: none is missing from them
+	ended := map[string]bool{} // pending lines an outcome names
+	for _, line := range all {
+		if h, ok := intentOf(line); ok {
+			ended[h] = true
+		}
 	}
 	cutoff := now.Add(-l.opts.Retention.MaxAge)
 	added := 0
 	var lr lineReader
-	for i := len(after) - 1; i >= 0; i-- {
-		r, err := lr.parse(after[i])
+	for j, line := range all {
+		// Before the newest receipt's line only a pending line can lack
+		// its receipt; the test on bytes is cheap, the parse is not. No
+		// string value can hold the bytes: its quotes are escaped.
+		pending := bytes.Contains(line, pendingField)
+		if j < from && !pending {
+			continue
+		}
+		r, err := lr.parse(line)
 		if err != nil {
 			continue
 		}
 		sc, ok := schemas[r.Event]
-		if !ok || !sc.tap || r.Time.Before(cutoff) {
+		if !ok || !sc.tap || r.Time.Before(cutoff) || kept[r.Hash] {
 			continue
 		}
+		result := r.Result()
+		if result == StatusPending {
+			if ended[r.Hash] {
+				continue // its outcome's line has the receipt
+			}
+			result = StatusUnknown
+		}
 		id, _ := r.Get("requestId").(string)
-		rc := Receipt{ID: r.Hash, Time: r.Time, Device: r.Device, Session: r.Session, Event: r.Event, RequestID: id, Result: r.Result()}
+		rc := Receipt{ID: r.Hash, Time: r.Time, Device: r.Device, Session: r.Session, Event: r.Event, RequestID: id, Result: result}
 		if err := l.rc.add(rc, now); err != nil {
 			return added, err
 		}
+		kept[r.Hash] = true
 		added++
 	}
 	return added, nil
+}
+
+// pendingField is how a pending line holds its result.
+var pendingField = []byte(`"result":"` + StatusPending + `"`)
+
+// intentOf returns the pending line an outcome's line names.
+func intentOf(line []byte) (string, bool) {
+	const key = `"intent":"`
+	i := bytes.Index(line, []byte(key))
+	if i < 0 || len(line) < i+len(key)+64 {
+		return "", false
+	}
+	h := string(line[i+len(key) : i+len(key)+64])
+	return h, isHash(h)
 }

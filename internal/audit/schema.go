@@ -135,7 +135,7 @@ func CheckFields(r Record) error {
 		}
 		k, ok := want[f.Key]
 		if !ok {
-			return fmt.Errorf("%s lines do not keep the field %q: A3 does not list it", r.Event, f.Key)
+			return fmt.Errorf("%s lines do not keep the field %q: the audit schema does not list it for that event", r.Event, f.Key)
 		}
 		if got := kindOf(f.Value); got != k {
 			return fmt.Errorf("its field %q is %s, not %s", f.Key, got, k)

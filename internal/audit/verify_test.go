@@ -83,7 +83,7 @@ func TestVerify(t *testing.T) {
 		{"reorder_detected", joinLines(swapped), 3, "follows line 4, which comes after it: records were reordered", 0},
 		{"junk_line_detected", joinLines(append(append([][]byte(nil), ls[:3]...), append([][]byte{[]byte("hello")}, ls[3:]...)...)), 4, "not an audit record", 0},
 		{"empty_line_detected", joinLines(append(append([][]byte(nil), ls[:3]...), append([][]byte{{}}, ls[3:]...)...)), 4, "not an audit record", 0},
-		{"A3_rechained_extra_field_detected", joinLines(extraField), 3, `answer lines do not keep the field "text": A3 does not list it`, 0},
+		{"A3_rechained_extra_field_detected", joinLines(extraField), 3, `answer lines do not keep the field "text": the audit schema does not list it for that event`, 0},
 		{"torn_tail_reported_not_tampered", joinLines(ls)[:len(joinLines(ls))-30], 0, "", 1},
 		{"unterminated_junk_tail_detected", append(joinLines(ls), "junk"...), 7, "not an audit record", 0},
 	} {

@@ -265,13 +265,17 @@ func (b *Bridge) startRead(a *agent, now time.Time) {
 		b.dueAt(a, now.Add(b.o.Interval))
 	}
 	b.wg.Add(1)
-	go b.read(ctx, a, wait)
+	go b.read(ctx, stop, a, wait)
 }
 
 // read reads a once: hello first when its name is not known, then the
-// snapshot, waiting up to wait at the agent when wait > 0.
-func (b *Bridge) read(ctx context.Context, a *agent, wait time.Duration) {
+// snapshot, waiting up to wait at the agent when wait > 0. The read's
+// context is its own: stop releases it when the read is done (a context
+// never cancelled stays among a.ctx's children for as long as the agent
+// is attached, a kilobyte a read).
+func (b *Bridge) read(ctx context.Context, stop context.CancelCauseFunc, a *agent, wait time.Duration) {
 	defer b.wg.Done()
+	defer stop(nil)
 	b.mu.Lock()
 	etag, name, began := a.etag, a.status.Agent, a.sent
 	b.mu.Unlock()

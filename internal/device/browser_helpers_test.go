@@ -96,10 +96,18 @@ func (b *browserBackend) forwards() []forwarded {
 	return slices.Clone(b.writes)
 }
 
+// loadGuard bounds a browser test's wait for what it waits on (an
+// element, an event, a state the page reaches): no budget, only a guard
+// against a hang, so long that a loaded machine (a dozen test binaries and
+// a user manager on two cores) never reaches it while the awaited thing is
+// still coming. A time a test holds the page to is a budget, named as one,
+// and such tests run alone (ALONE in the Makefile).
+const loadGuard = 2 * time.Minute
+
 // waitForwards waits until n writes reached the agent.
 func (b *browserBackend) waitForwards(t *testing.T, n int) []forwarded {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(loadGuard)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for ; ; <-tick.C {

@@ -55,7 +55,7 @@ func newTab(t *testing.T, chromium string, hostRules string, extra ...chromedp.E
 // do runs actions with a deadline.
 func (b *tab) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	ctx, cancel := context.WithTimeout(b.ctx, loadGuard)
 	defer cancel()
 	if err := chromedp.Do(ctx, steps...); err != nil {
 		b.t.Fatalf("%s: %v", what, err)
@@ -66,7 +66,7 @@ func (b *tab) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 // value into v.
 func (b *tab) eval(script string, v any) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	ctx, cancel := context.WithTimeout(b.ctx, loadGuard)
 	defer cancel()
 	raw, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](script, chromedp.EvalAwaitPromise))
 	if err != nil {
@@ -77,10 +77,11 @@ func (b *tab) eval(script string, v any) {
 	}
 }
 
-// until evaluates script every 50 ms until it returns true, for at most d.
-func (b *tab) until(what, script string, d time.Duration) {
+// until evaluates script every 50 ms until it returns true (a state the
+// page reaches; loadGuard bounds the wait).
+func (b *tab) until(what, script string) {
 	b.t.Helper()
-	deadline := time.Now().Add(d)
+	deadline := time.Now().Add(loadGuard)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for ; ; <-tick.C {
@@ -90,7 +91,7 @@ func (b *tab) until(what, script string, d time.Duration) {
 			return
 		}
 		if time.Now().After(deadline) {
-			b.t.Fatalf("%s: not within %v", what, d)
+			b.t.Fatalf("%s: not within %v", what, loadGuard)
 		}
 	}
 }
@@ -106,7 +107,7 @@ func (b *tab) text() string {
 // shoot saves the viewport as a PNG and logs where, for a human to look at.
 func (b *tab) shoot(name string) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(b.ctx, loadGuard)
 	defer cancel()
 	buf, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {

@@ -122,7 +122,7 @@ func TestWebAppInChromium(t *testing.T) {
 	click := func(t *testing.T, what, sel string) {
 		t.Helper()
 		for try := 0; ; try++ {
-			tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			tctx, cancel := context.WithTimeout(ctx, loadGuard)
 			err := chromedp.Do(tctx, chromedp.Click(chromedp.CSS(sel)))
 			cancel()
 			if err == nil {
@@ -139,11 +139,11 @@ func TestWebAppInChromium(t *testing.T) {
 	text := func(t *testing.T, sel string) string {
 		t.Helper()
 		q, _ := json.Marshal(sel)
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(loadGuard)
 		tick := time.NewTicker(25 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			tctx, cancel := context.WithTimeout(ctx, loadGuard)
 			s, err := chromedp.Run(tctx, chromedp.Evaluate[*string](`(() => { const e = document.querySelector(`+string(q)+`); return e ? e.textContent : null; })()`))
 			cancel()
 			if err != nil {
@@ -161,7 +161,7 @@ func TestWebAppInChromium(t *testing.T) {
 	// waitText waits until the element's text contains want.
 	waitText := func(t *testing.T, sel, want string) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(loadGuard)
 		tick := time.NewTicker(25 * time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -191,7 +191,7 @@ func TestWebAppInChromium(t *testing.T) {
 	// look at; it checks only that it is a PNG.
 	shoot := func(t *testing.T, name string, sel string) string {
 		t.Helper()
-		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		tctx, cancel := context.WithTimeout(ctx, loadGuard)
 		defer cancel()
 		var buf []byte
 		var err error
@@ -221,7 +221,7 @@ func TestWebAppInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	pairStart := time.Now()
-	do(t, 10*time.Second, "open the pairing link",
+	do(t, loadGuard, "open the pairing link",
 		chromedp.Navigate(srv.URL+"/#pair="+p.Secret),
 		chromedp.WaitVisible(chromedp.ID("pair-code")))
 	if code := text(t, "#pair-code"); code != VerificationCode(p.Secret) || code != p.Code {
@@ -235,7 +235,7 @@ func TestWebAppInChromium(t *testing.T) {
 	if err != nil || loc != srv.URL+"/" {
 		t.Fatalf("the address bar still holds the secret: %q (%v)", loc, err)
 	}
-	do(t, 5*time.Second, "pair",
+	do(t, loadGuard, "pair",
 		chromedp.SetValue(chromedp.ID("pair-name"), "Test phone"),
 		chromedp.Click(chromedp.ID("pair-submit")),
 		chromedp.WaitVisible(chromedp.CSS(`[data-question="q-yes"]`)),
@@ -396,14 +396,14 @@ func TestWebAppInChromium(t *testing.T) {
 		// The card is locked (its buttons aria-disabled), which is why the
 		// tap sends nothing: seen before and after it, not waited out.
 		locked := `[data-question="q-yes"] [data-answer="no"][aria-disabled="true"]`
-		do(t, 5*time.Second, "the answered card locked", chromedp.WaitVisible(chromedp.CSS(locked)))
+		do(t, loadGuard, "the answered card locked", chromedp.WaitVisible(chromedp.CSS(locked)))
 		click(t, "tap No after Yes", `[data-question="q-yes"] [data-answer="no"]`)
-		do(t, 5*time.Second, "the answered card still locked", chromedp.WaitVisible(chromedp.CSS(locked)))
+		do(t, loadGuard, "the answered card still locked", chromedp.WaitVisible(chromedp.CSS(locked)))
 		back.waitForwards(t, 2)
 	})
 
 	t.Run("D7_always_allow_needs_the_second_tap", func(t *testing.T) {
-		do(t, 5*time.Second, "tap Always allow",
+		do(t, loadGuard, "tap Always allow",
 			chromedp.Click(chromedp.CSS(`[data-question="q-always"] [data-answer="always"]`)),
 			chromedp.WaitVisible(chromedp.CSS(`[data-question="q-always"] .confirm`)))
 		confirm := text(t, `[data-question="q-always"] .confirm`)
@@ -417,7 +417,7 @@ func TestWebAppInChromium(t *testing.T) {
 		click(t, "tap Always allow again", `[data-question="q-always"] [data-answer="always"]`)
 		// The confirm button is enabled after the page's delay: an event
 		// after which the repeated tap would have sent its write.
-		do(t, 5*time.Second, "wait for the confirm button", chromedp.WaitEnabled(chromedp.CSS(`[data-question="q-always"] [data-answer="confirm-always"]`)))
+		do(t, loadGuard, "wait for the confirm button", chromedp.WaitEnabled(chromedp.CSS(`[data-question="q-always"] [data-answer="confirm-always"]`)))
 		back.waitForwards(t, 2) // still only the two answers to the other questions
 		click(t, "confirm", `[data-question="q-always"] [data-answer="confirm-always"]`)
 		w := back.waitForwards(t, 3)
@@ -433,14 +433,14 @@ func TestWebAppInChromium(t *testing.T) {
 		send := `[data-conv="c1"] .composer button[type="submit"]`
 		// The composer is folded away until asked for (issue 13).
 		click(t, "open the conversation's tools", `[data-conv="c1"] .conv-tools > summary`)
-		do(t, 5*time.Second, "send 32770 bytes",
+		do(t, loadGuard, "send 32770 bytes",
 			setValue(ta, strings.Repeat("é", 16385)),
 			chromedp.Click(chromedp.CSS(send)))
 		waitText(t, `[data-conv="c1"] > .msg`, "The message is 32770 bytes; the limit is 32768")
-		do(t, 5*time.Second, "send an empty message", setValue(ta, ""), chromedp.Click(chromedp.CSS(send)))
+		do(t, loadGuard, "send an empty message", setValue(ta, ""), chromedp.Click(chromedp.CSS(send)))
 		waitText(t, `[data-conv="c1"] > .msg`, "The message is empty")
 		back.waitForwards(t, 3)
-		do(t, 5*time.Second, "send a message", setValue(ta, "Ship it after lunch"), chromedp.Click(chromedp.CSS(send)))
+		do(t, loadGuard, "send a message", setValue(ta, "Ship it after lunch"), chromedp.Click(chromedp.CSS(send)))
 		w := back.waitForwards(t, 4)
 		if s, ok := w[3].req.(*wire.SendRequest); !ok || w[3].path != wire.SendPath || s.Conversation != "c1" || s.Text != "Ship it after lunch" || s.Steer {
 			t.Fatalf("sent %+v", w[3])
@@ -473,7 +473,7 @@ func TestWebAppInChromium(t *testing.T) {
 	})
 
 	t.Run("screenshot", func(t *testing.T) {
-		do(t, 5*time.Second, "scroll to the top", chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
+		do(t, loadGuard, "scroll to the top", chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
 		buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 		if err != nil {
 			t.Fatal(err)
@@ -518,7 +518,7 @@ func TestWebAppInChromium(t *testing.T) {
 		if err := api.Revoke(devs[0].ID); err != nil {
 			t.Fatal(err)
 		}
-		do(t, 5*time.Second, "see the revoked message", chromedp.WaitVisible(chromedp.ID("revoked")))
+		do(t, loadGuard, "see the revoked message", chromedp.WaitVisible(chromedp.ID("revoked")))
 		if got := text(t, "#revoked"); got != "This device was revoked; pair it again" {
 			t.Fatalf("the revoked message reads %q", got)
 		}

@@ -197,7 +197,7 @@ func hostileRound(t *testing.T, chromium string) (longMax float64, worstTap time
 	}
 	eval := func(what, js string) any {
 		t.Helper()
-		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		tctx, cancel := context.WithTimeout(ctx, loadGuard)
 		defer cancel()
 		v, err := chromedp.Run(tctx, chromedp.Evaluate[any](js))
 		if err != nil {
@@ -226,7 +226,7 @@ func hostileRound(t *testing.T, chromium string) (longMax float64, worstTap time
 	}
 
 	began := time.Now()
-	tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	tctx, cancel := context.WithTimeout(ctx, loadGuard)
 	err = chromedp.Do(tctx, chromedp.Navigate(srv.URL+"/"))
 	cancel()
 	if err != nil {
@@ -314,7 +314,7 @@ func hostileRound(t *testing.T, chromium string) (longMax float64, worstTap time
 		x, y := pos[0], pos[1]
 		located = append(located, time.Since(found))
 		start := time.Now()
-		tctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+		tctx, cancel = context.WithTimeout(ctx, loadGuard)
 		err = chromedp.Do(tctx, chromedp.MouseClickXY(x, y))
 		cancel()
 		if err != nil {

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -121,7 +120,7 @@ func TestPhoneLayout_390x844(t *testing.T) {
 		c2.Questions = c2.Questions[1:]
 		back.setView(browserView(s2))
 		api.Changed()
-		b.until("the card gone", `!document.querySelector('[data-question="q-yes"]')`, 5*time.Second)
+		b.until("the card gone", `!document.querySelector('[data-question="q-yes"]')`)
 		var msg string
 		b.eval(`document.querySelector('[data-conv="c1"] > .msg').innerText`, &msg)
 		if msg != "Sent: Yes to “Deploy to production?”." {

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -74,7 +73,7 @@ func TestHostileOriginsInChromium(t *testing.T) {
 	}
 	run := func(t *testing.T, what string, a chromedp.Action[chromedp.Void]) {
 		t.Helper()
-		tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		tctx, cancel := context.WithTimeout(ctx, loadGuard)
 		defer cancel()
 		if err := chromedp.Do(tctx, a); err != nil {
 			t.Fatalf("%s: %v", what, err)
@@ -83,7 +82,7 @@ func TestHostileOriginsInChromium(t *testing.T) {
 	// results runs a script in the page that resolves to a list of strings.
 	results := func(t *testing.T, script string) []string {
 		t.Helper()
-		tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		tctx, cancel := context.WithTimeout(ctx, loadGuard)
 		defer cancel()
 		out, err := chromedp.Run(tctx, chromedp.Evaluate[[]string](script, chromedp.EvalAwaitPromise))
 		if err != nil {

@@ -57,7 +57,8 @@ type refusalKind struct{ source, device, write, code string }
 // RefusalWindow are counted, and written as one line with the count when
 // the window closes (each window with repeats begins another, so a steady
 // flood writes one line a window), or at close. No refusal is lost from a
-// count.
+// count when the daemon stops; the counts live in memory, so a crash loses
+// those still open (collie(1) says so).
 type refusals struct {
 	window time.Duration
 	sink   func(r refusal) // writes one record; r.Count is set

@@ -60,7 +60,7 @@ func TestAuditAnchorsInJournal(t *testing.T) {
 	}
 	dev.cred = paired.Credential
 	var st device.State
-	waitFor(t, 20*time.Second, "the demo question over the device API", func() bool {
+	waitFor(t, loadGuard, "the demo question over the device API", func() bool {
 		dev.call("GET", "/api/v1/state", "", nil, &st)
 		return len(st.Agents) == 1 && st.Agents[0].Snapshot != nil && len(questions(st)) == 1
 	})

@@ -404,7 +404,7 @@ func TestAskEndToEnd(t *testing.T) {
 	t.Run("D9_tool_call_key_asked_once", func(t *testing.T) {
 		first := ask("--yes-no", "--json", "--tool-call", "deploy-77", "Deploy build 77?")
 		second := ask("--yes-no", "--json", "--tool-call", "deploy-77", "Deploy build 77?")
-		waitFor(t, 10*time.Second, "the question on the board", func() bool { return countKey(r.snapshot(), "deploy-77") == 1 })
+		waitFor(t, loadGuard, "the question on the board", func() bool { return countKey(r.snapshot(), "deploy-77") == 1 })
 		// No wait for the second asker: whichever of the two reaches the
 		// agent later, before the answer or after it, must be told it got
 		// the other's question (existing), as checked below.
@@ -501,7 +501,7 @@ func TestAskEndToEnd(t *testing.T) {
 		var rep wire.WriteReply
 		json.Unmarshal([]byte(out), &rep)
 		r.answer(map[string]any{"title": "Asked by a starter?", "option": "yes"})
-		waitFor(t, 20*time.Second, "the starter's collie ask to print the answer", func() bool {
+		waitFor(t, loadGuard, "the starter's collie ask to print the answer", func() bool {
 			for _, cv := range r.snapshot().Spaces[0].Tabs[0].Conversations {
 				for _, it := range cv.Items {
 					if cv.ID == rep.Conversation && it.Tool != nil && it.Tool.Status == "done" && strings.Contains(it.Tool.Output, `"answer":"yes"`) {

@@ -55,7 +55,7 @@ func TestDeviceAnswerEndToEnd(t *testing.T) {
 
 	// The question arrives through the bridge.
 	var st device.State
-	waitFor(t, 20*time.Second, "the demo question over the device API", func() bool {
+	waitFor(t, loadGuard, "the demo question over the device API", func() bool {
 		dev.call("GET", "/api/v1/state", "", nil, &st)
 		return len(st.Agents) == 1 && st.Agents[0].Snapshot != nil && len(questions(st)) == 1
 	})
@@ -82,7 +82,7 @@ func TestDeviceAnswerEndToEnd(t *testing.T) {
 	}
 
 	// The agent took it: the question is gone, the answer is in the conversation.
-	waitFor(t, 15*time.Second, "the answered question to leave collie show", func() bool {
+	waitFor(t, loadGuard, "the answered question to leave collie show", func() bool {
 		out := collie("show")
 		return !strings.Contains(out, "? ") && strings.Contains(out, "user: Yes")
 	})

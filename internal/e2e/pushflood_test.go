@@ -173,7 +173,7 @@ func TestPushFloodOnARunningDaemon_D9(t *testing.T) {
 		if err := d.Start(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 20*time.Second, "the daemon's control socket", func() bool {
+		waitFor(t, loadGuard, "the daemon's control socket", func() bool {
 			_, err := ctl.PushStatus(ctx)
 			return err == nil
 		})
@@ -222,7 +222,7 @@ func TestPushFloodOnARunningDaemon_D9(t *testing.T) {
 			collie("durable", "list") // reads beside the held ones
 		}
 	}
-	waitFor(t, 60*time.Second, "1,000 cards and every question decided", func() bool {
+	waitFor(t, loadGuard, "1,000 cards and every question decided", func() bool {
 		s := status()
 		return cards() == 1000 && s.Sent+s.Held == 1000 && len(ntfy.titles()) == int(s.Sent)
 	})
@@ -244,12 +244,12 @@ func TestPushFloodOnARunningDaemon_D9(t *testing.T) {
 		t.Fatalf("the guard let pushes out again %s after the flood began; want a minute", held)
 	}
 	agent.ask(t, "late", 1)
-	waitFor(t, 20*time.Second, "the summary push", func() bool { return len(ntfy.titles()) == 11 })
+	waitFor(t, loadGuard, "the summary push", func() bool { return len(ntfy.titles()) == 11 })
 	if got := ntfy.titles()[10]; got != "Collie: 991 more questions are waiting" {
 		t.Fatalf("the 31st push: %q", got)
 	}
 	agent.ask(t, "silent", 5)
-	waitFor(t, 20*time.Second, "the silent hour's questions decided", func() bool {
+	waitFor(t, loadGuard, "the silent hour's questions decided", func() bool {
 		s := status()
 		return cards() == 1006 && s.Held == 995
 	})
@@ -267,7 +267,7 @@ func TestPushFloodOnARunningDaemon_D9(t *testing.T) {
 	}
 	dev.base, _, _ = strings.Cut(p.URL, "/#pair=") // a new port
 	agent.ask(t, "after-restart", 1)
-	waitFor(t, 20*time.Second, "the question after the restart decided", func() bool {
+	waitFor(t, loadGuard, "the question after the restart decided", func() bool {
 		s := status()
 		return s.Held == 1 && cards() == 1007
 	})

@@ -73,7 +73,7 @@ func TestSystemdEndToEnd(t *testing.T) {
 
 	// The demo question reaches the bridge, cleaned, through socket activation.
 	var view []view.Agent
-	waitFor(t, 20*time.Second, "the demo question in collie show --json", func() bool {
+	waitFor(t, loadGuard, "the demo question in collie show --json", func() bool {
 		out, err := um.Run(ctx, bin+"/collie", "show", "--json")
 		if err != nil || json.Unmarshal([]byte(out), &view) != nil || len(view) != 1 || view[0].Snapshot == nil {
 			return false
@@ -84,7 +84,7 @@ func TestSystemdEndToEnd(t *testing.T) {
 
 	// The agent was started by socket activation with one socket.
 	started, err := um.WaitJournal(ctx, func(e systemdtest.JournalEntry) bool {
-		return e["MESSAGE"] == "agent demo: collie-agent serving"
+		return strings.HasPrefix(e["MESSAGE"], "agent demo: collie-agent serving (")
 	}, "_SYSTEMD_USER_UNIT=collie-agent@demo.service")
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func TestSystemdEndToEnd(t *testing.T) {
 
 	// The bridge logs native journal entries with priorities and fields (L2).
 	e, err := um.WaitJournal(ctx, func(e systemdtest.JournalEntry) bool {
-		return e["MESSAGE"] == "collie daemon started"
+		return strings.HasPrefix(e["MESSAGE"], "collie daemon started (")
 	}, "_SYSTEMD_USER_UNIT=collie.service")
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func TestSystemdEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w["PRIORITY"] != "4" || w["AGENT"] != "demo" || !strings.Contains(w["REASON"], "has mode 0755, not 0700") || !strings.HasSuffix(w["MESSAGE"], w["REASON"]) {
+	if w["PRIORITY"] != "4" || w["AGENT"] != "demo" || !strings.Contains(w["REASON"], "has mode 0755, not 0700") || !strings.Contains(w["MESSAGE"], ": "+w["REASON"]) {
 		t.Errorf("L2: warning entry = %v, want PRIORITY=4 AGENT=demo and the reason, in MESSAGE too", w)
 	}
 	status = must(um.Systemctl(ctx, "show", "-p", "StatusText", "--value", "collie.service"))
@@ -135,6 +135,14 @@ func TestSystemdEndToEnd(t *testing.T) {
 	}
 }
 
+// loadGuard bounds a wait for something that is coming (a question on the
+// device API, a line in the journal): no budget, only a guard against a
+// hang, long enough that a loaded machine never reaches it while the thing
+// is still on its way. A wait that holds the product to a time (a walk of
+// the socket path within its 10 s) names its own limit.
+const loadGuard = time.Minute
+
+// waitFor polls ok until it holds, failing t after limit.
 func waitFor(t *testing.T, limit time.Duration, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
@@ -191,7 +199,7 @@ func TestSystemdFatalStart_L2(t *testing.T) {
 		// The service restarts on failure, so the line comes again; one is
 		// enough (see systemdtest's known limits on a process that exits).
 		var got string
-		waitFor(t, 30*time.Second, "the reason in journalctl --user -u "+tt.unit+" -p err", func() bool {
+		waitFor(t, loadGuard, "the reason in journalctl --user -u "+tt.unit+" -p err", func() bool {
 			out, _ := um.Run(ctx, "journalctl", "--user", "-u", tt.unit, "-p", "err", "-o", "cat", "--no-pager")
 			got = out
 			return strings.Contains(out, tt.want)
@@ -208,7 +216,7 @@ func TestSystemdFatalStart_L2(t *testing.T) {
 	if out, err := um.Run(ctx, bin+"/collie", "durable", "attach", "broken", "--socket", um.RuntimeDir+"/desk/broken.sock"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	waitFor(t, 15*time.Second, "collie-agent@broken.service failed", func() bool {
+	waitFor(t, loadGuard, "collie-agent@broken.service failed", func() bool {
 		out, _ := um.Systemctl(ctx, "is-failed", "collie-agent@broken.service")
 		return strings.TrimSpace(out) == "failed"
 	})

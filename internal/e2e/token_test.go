@@ -82,7 +82,7 @@ func TestTokenNeverPrinted(t *testing.T) {
 	if out, err := um.Systemctl(ctx, "start", "collie.service"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	waitFor(t, 20*time.Second, "remote reachable and refusing refused", func() bool {
+	waitFor(t, loadGuard, "remote reachable and refusing refused", func() bool {
 		out := collie(true, "durable", "list")
 		return remoteReachable.MatchString(out) && strings.Contains(out, "unreachable: the agent refused the token")
 	})

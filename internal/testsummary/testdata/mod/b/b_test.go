@@ -1,0 +1,5 @@
+package b
+
+import "testing"
+
+func TestChromium(t *testing.T) { t.Skip("chromium is not installed") }
