@@ -51,8 +51,8 @@ test: deps lint cross
 	echo "$(GO) test -count=1 -skip '$(ALONE)' ./..."; \
 	$(TESTSUMMARY) -skips $$skips $(GO) test -count=1 -skip '$(ALONE)' ./...; st=$$?; \
 	if [ $$st -eq 0 ]; then \
-		echo "$(GO) test -count=1 -run '$(ALONE)' -v ./internal/device ./internal/mcpserver"; \
-		$(TESTSUMMARY) -v -skips $$skips $(GO) test -count=1 -run '$(ALONE)' -v ./internal/device ./internal/mcpserver; st=$$?; \
+		echo "$(GO) test -p 1 -count=1 -run '$(ALONE)' -v ./internal/device ./internal/mcpserver"; \
+		$(TESTSUMMARY) -v -skips $$skips $(GO) test -p 1 -count=1 -run '$(ALONE)' -v ./internal/device ./internal/mcpserver; st=$$?; \
 	fi; \
 	$(TESTSUMMARY) -report $$skips; exit $$st
 
