@@ -38,8 +38,9 @@ run: build
 # rest, alone: on a 2-core machine a budget in milliseconds means nothing
 # beside a dozen test binaries and a user manager. TestCaddyInChromium_D6
 # holds no budget but runs chromium and caddy: alone, it takes no CPU from
-# the budgets of the rest.
-ALONE := ^(TestHostileSnapshotKeepsPageResponsive_X6_D6|TestWebAppInChromium|TestCaddyInChromium_D6)$$
+# the budgets of the rest. TestLatencyToolCallToCard holds collie mcp's
+# tool call to card to its budget.
+ALONE := ^(TestHostileSnapshotKeepsPageResponsive_X6_D6|TestWebAppInChromium|TestCaddyInChromium_D6|TestLatencyToolCallToCard)$$
 # go test runs through internal/testsummary: go test's own output (each
 # package's ok or FAIL line, a failed test's log), its exit status, and at
 # the end the tests skipped in either run, by reason.
@@ -50,8 +51,8 @@ test: deps lint cross
 	echo "$(GO) test -count=1 -skip '$(ALONE)' ./..."; \
 	$(TESTSUMMARY) -skips $$skips $(GO) test -count=1 -skip '$(ALONE)' ./...; st=$$?; \
 	if [ $$st -eq 0 ]; then \
-		echo "$(GO) test -count=1 -run '$(ALONE)' -v ./internal/device"; \
-		$(TESTSUMMARY) -v -skips $$skips $(GO) test -count=1 -run '$(ALONE)' -v ./internal/device; st=$$?; \
+		echo "$(GO) test -p 1 -count=1 -run '$(ALONE)' -v ./internal/device ./internal/mcpserver"; \
+		$(TESTSUMMARY) -v -skips $$skips $(GO) test -p 1 -count=1 -run '$(ALONE)' -v ./internal/device ./internal/mcpserver; st=$$?; \
 	fi; \
 	$(TESTSUMMARY) -report $$skips; exit $$st
 
