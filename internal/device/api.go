@@ -263,7 +263,7 @@ func (a *API) pair(w http.ResponseWriter, r *http.Request, c *call) {
 		a.o.Log.Error("save a paired device", "err", err)
 		return
 	}
-	a.o.Log.Info("a device was paired", "device", d.ID, "name", d.Name)
+	a.o.Log.Info(fmt.Sprintf("a device was paired: %q (%s)", d.Name, d.ID), "device", d.ID, "name", d.Name)
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: cred, Path: "/api/", HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteStrictMode, MaxAge: 400 * 24 * 3600})
 	writeJSON(w, http.StatusOK, PairReply{DeviceID: d.ID, Credential: cred, Code: VerificationCode(req.Secret)})
 }

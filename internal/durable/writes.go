@@ -120,13 +120,13 @@ func (s *Server) writeHandler(t Transport, wr wire.Write) http.Handler {
 			if e.Status != http.StatusInternalServerError {
 				s.replay.put(id, replayEntry{sum: sum, err: e})
 			}
-			s.log.Info("write refused", "route", path, "request_id", id, "code", e.Code, "reason", e.Message)
+			s.log.Info(fmt.Sprintf("refused the write %s (request %s): %s", path, id, e.Message), "route", path, "request_id", id, "code", e.Code, "reason", e.Message)
 			wire.WriteError(w, e.Status, e.Code, e.Message)
 			return
 		}
 		rep.RequestID = id
 		s.replay.put(id, replayEntry{sum: sum, reply: rep})
-		s.log.Info("write", "route", path, "request_id", id, "conversation", rep.Conversation)
+		s.log.Info(fmt.Sprintf("took the write %s (request %s)", path, id), "route", path, "request_id", id, "conversation", rep.Conversation)
 		writeValue(w, rep)
 	})
 }
