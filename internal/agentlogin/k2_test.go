@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/agentsession"
+	"github.com/collie-linux/collie/internal/testenv"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -24,7 +25,7 @@ func newK2Trap(t *testing.T) *k2Trap {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.2:0")
 	if err != nil {
-		t.Skipf("no 127.0.0.2 on this machine: %v", err)
+		testenv.Unavailablef(t, "no 127.0.0.2 on this machine (Linux routes all of 127.0.0.0/8 to loopback): %v", err)
 	}
 	trap := &k2Trap{base: "http://" + l.Addr().String()}
 	go func() {

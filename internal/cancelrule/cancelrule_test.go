@@ -26,6 +26,8 @@ var escapes = []struct{ file, fn, released string }{
 	{"internal/bridge/sched.go", "startRead", "passed to read, which defers it; kept in agent.stopRead to end the read early"},
 	{"internal/device/feed.go", "enter", "conn.cancel: leave calls it, and every caller of enter defers leave"},
 	{"internal/upstream/wait.go", "do", "the reply body's release calls it on Close; the callers defer the body's Close"},
+	{"internal/agentauth/watch.go", "watch", "watch.cancel: a revocation calls it with its cause; the stop function it returns, which every caller defers, calls it too"},
+	{"internal/push/dispatch/dispatch.go", "startLocked", "worker.stop: a reload that removes the worker calls it; the worker's goroutine defers it"},
 }
 
 // makers are the functions that return a context and its cancel.
