@@ -78,9 +78,11 @@ func startMCPRig(t *testing.T) *mcpRig {
 	r := &mcpRig{t: t, um: um, bin: bin, dev: dev, sb: sb,
 		config: filepath.Join(sb.Root, "mcp.json"), pid: filepath.Join(sb.Home, "collie-mcp.pid")}
 	// A wrapper that says collie mcp's pid, so that a test can kill it in
-	// the middle of a call, then becomes it.
+	// the middle of a call, then becomes it. collie mcp finds the agent as
+	// collie(1)'s example has it, with no flag: the only socket in the
+	// runtime folder of the environment Claude Code passes on.
 	wrapper := filepath.Join(sb.Root, "collie-mcp.sh")
-	script := fmt.Sprintf("#!/bin/sh\necho $$ > %s\nexec %s mcp --socket %s\n", r.pid, filepath.Join(bin, "collie"), sock)
+	script := fmt.Sprintf("#!/bin/sh\necho $$ > %s\nexec %s mcp\n", r.pid, filepath.Join(bin, "collie"))
 	if err := sb.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -206,6 +208,29 @@ func TestClaudeCodeMCP_D1(t *testing.T) {
 		tr := toolResult(t, api, "toolu_fake0", res)
 		if tr.IsError || !strings.Contains(tr.Content, `"answer":"yes"`) || !strings.Contains(tr.Content, `"note":"go ahead"`) {
 			t.Errorf("the model got %+v, want the answer yes with the note", tr)
+		}
+	})
+
+	t.Run("a client that passes no XDG_RUNTIME_DIR", func(t *testing.T) {
+		// As the MCP SDK for TypeScript starts a server by default: collie
+		// mcp finds the user's /run/user/UID itself.
+		bare := filepath.Join(r.sb.Root, "collie-mcp-bare.sh")
+		script := fmt.Sprintf("#!/bin/sh\nexec env -i HOME=\"$HOME\" PATH=\"$PATH\" USER=\"$USER\" %s mcp\n", filepath.Join(r.bin, "collie"))
+		if err := r.sb.WriteFile(bare, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		r.writeConfig(bare)
+		defer r.writeConfig(filepath.Join(r.sb.Root, "collie-mcp.sh"))
+		api := fakemodel.Start([]fakemodel.Turn{
+			fakemodel.ToolCall("mcp__collie__ask_yes_no", map[string]any{"question": "Found me?"}),
+			fakemodel.Say("ok"),
+		})
+		defer api.Close()
+		wait := r.claude(api, "ask me", "--allowedTools", "mcp__collie__ask_yes_no")
+		r.tap(r.card(), "no", "")
+		res := wait()
+		if tr := toolResult(t, api, "toolu_fake0", res); tr.IsError || !strings.Contains(tr.Content, `"answer":"no"`) {
+			t.Errorf("the model got %+v, want the answer no", tr)
 		}
 	})
 
