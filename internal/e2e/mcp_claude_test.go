@@ -113,6 +113,36 @@ func (r *mcpRig) claude(api *fakemodel.Server, prompt string, args ...string) fu
 	return func() agentclients.Result { return <-done }
 }
 
+// mcpPID returns the pid of the collie mcp the wrapper started last.
+func (r *mcpRig) mcpPID(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile(r.pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// parentOf returns the parent of the process pid.
+func parentOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// pid (comm) state ppid ...: comm may hold spaces, so read after its ")".
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ppid
+}
+
 // openCard is a question open on the device API.
 type openCard struct {
 	Conversation, ID, Title string
@@ -234,6 +264,27 @@ func TestClaudeCodeMCP_D1(t *testing.T) {
 		}
 	})
 
+	t.Run("Claude Code interrupted while the question waits", func(t *testing.T) {
+		api := fakemodel.Start([]fakemodel.Turn{
+			fakemodel.ToolCall("mcp__collie__ask_yes_no", map[string]any{"question": "Wait for me?"}),
+			fakemodel.Say("ok"),
+		})
+		defer api.Close()
+		wait := r.claude(api, "ask me", "--allowedTools", "mcp__collie__ask_yes_no")
+		r.card()
+		// Ctrl-C: SIGINT to Claude Code, collie mcp's parent.
+		if err := syscall.Kill(parentOf(t, r.mcpPID(t)), syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, loadGuard, "the card to leave the device", func() bool {
+			var st device.State
+			r.dev.call("GET", "/api/v1/state", "", nil, &st)
+			return len(questions(st)) == 0
+		})
+		res := wait()
+		t.Logf("claude after SIGINT: %v", res)
+	})
+
 	bash := func(t *testing.T, tap func(openCard)) (ran bool, tr fakemodel.ToolResult, out agentclients.ClaudeOutput) {
 		t.Helper()
 		mark := filepath.Join(r.sb.Project, "MARK")
@@ -285,15 +336,7 @@ func TestClaudeCodeMCP_D1(t *testing.T) {
 
 	t.Run("approve: collie mcp killed in the middle of the call", func(t *testing.T) {
 		ran, tr, _ := bash(t, func(openCard) {
-			b, err := os.ReadFile(r.pid)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			if err := syscall.Kill(r.mcpPID(t), syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
 		})
