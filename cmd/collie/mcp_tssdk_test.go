@@ -103,7 +103,7 @@ func (c *tsClient) call(name string, args map[string]any, ask func()) tsResult {
 // frameworks use) over stdio, so that a second implementation of the
 // protocol agrees with the Go SDK's server on the wire: initialize,
 // tools/list with each tool's schemas, each tool answered, progress while
-// a question waits, a call the client gives up on (its own timeout, which
+// a question waits (keeping the SDK's own timeout from running out), a call the client gives up on (its own timeout, which
 // sends notifications/cancelled) withdrawn from the device, malformed
 // calls' errors, and the conversation closed when the client closes. An
 // idle server makes no connection to the agent or to the daemon.
@@ -196,15 +196,18 @@ func TestMCPTypeScriptSDK_D1(t *testing.T) {
 
 	t.Run("ask_yes_no with progress", func(t *testing.T) {
 		c.t = t
-		c.send(map[string]any{"op": "call", "name": "ask_yes_no", "progress": true,
+		// The SDK's timeout, 7 s, is shorter than the wait (two progress
+		// notifications, 5 s apart): each notification restarts it.
+		c.send(map[string]any{"op": "call", "name": "ask_yes_no", "progress": true, "timeoutMs": 7000, "resetTimeoutOnProgress": true,
 			"arguments": map[string]any{"question": "Ship 1.2?", "details": "CI passed."}})
 		cv, q := a.question(20 * time.Second)
 		if conv := durabletest.FindConv(a.board.Snapshot(), cv); conv.Title != "ts-sdk-client in ~/proj" || q.Title != "Ship 1.2?" {
 			t.Errorf("the card %q in the conversation %q", q.Title, conv.Title)
 		}
-		p := c.next()
-		if p.Ev != "progress" {
-			t.Fatalf("want a progress notification while the question waits, have %+v", p)
+		for range 2 {
+			if p := c.next(); p.Ev != "progress" {
+				t.Fatalf("want progress notifications while the question waits, have %+v", p)
+			}
 		}
 		a.answer(wire.AnswerRequest{OptionIDs: []string{"yes"}, Reason: "go ahead"})
 		e := c.next()

@@ -11,7 +11,8 @@
 //
 //   {"op":"list"}                                  -> {"ev":"tools","tools":[...]}
 //   {"op":"call","name":N,"arguments":A,
-//    "progress":true,"timeoutMs":T}                -> {"ev":"progress",...}* then
+//    "progress":true,"timeoutMs":T,
+//    "resetTimeoutOnProgress":true}                -> {"ev":"progress",...}* then
 //                                                     {"ev":"result","result":R} or
 //                                                     {"ev":"error","code":C,"message":M}
 //   {"op":"close"}                                 -> {"ev":"closed"}, and exits
@@ -54,6 +55,7 @@ for await (const line of rl) {
     const opts = {};
     if (cmd.progress) opts.onprogress = (p) => out({ ev: "progress", progress: p });
     if (cmd.timeoutMs) opts.timeout = cmd.timeoutMs;
+    if (cmd.resetTimeoutOnProgress) opts.resetTimeoutOnProgress = true;
     try {
       const result = await client.callTool({ name: cmd.name, arguments: cmd.arguments }, undefined, opts);
       out({ ev: "result", result });
