@@ -22,6 +22,7 @@ var allowedSkips = []struct{ file, call string }{
 	{"internal/bridge/load_test.go", `"the bridge side of BenchmarkLoadThousand; run by it"`},
 	// -short asks for the quick tests; CI does not pass it.
 	{"internal/device/browser_helpers_test.go", `"-short: the real-browser test`},
+	{"internal/mcpserver/latency_test.go", `"a timing measurement; run without -short"`},
 	// Another operating system, not a machine that lacks something.
 	{"internal/sources/store_test.go", `"Windows files have no Unix modes"`},
 }
