@@ -22,7 +22,7 @@ import (
 
 // claudeRun bounds one run of Claude Code: against the fake API it
 // answers in seconds; the question waits for the test's tap.
-const claudeRun = 2 * time.Minute
+const claudeLimit = 2 * time.Minute
 
 // mcpRig is the whole path of `collie mcp` under a real client: the agent
 // socket-activated with its caller check on, the bridge with the device
@@ -99,18 +99,28 @@ func (r *mcpRig) writeConfig(command string) {
 	}
 }
 
+// claudeRun is Claude Code running in the background.
+type claudeRun struct {
+	done chan struct{}
+	res  agentclients.Result
+}
+
+// wait waits for the run to end.
+func (c *claudeRun) wait() agentclients.Result { <-c.done; return c.res }
+
 // claude runs Claude Code against api in the background with args after
-// --mcp-config; the returned function waits for it.
-func (r *mcpRig) claude(api *fakemodel.Server, prompt string, args ...string) func() agentclients.Result {
-	done := make(chan agentclients.Result, 1)
+// --mcp-config.
+func (r *mcpRig) claude(api *fakemodel.Server, prompt string, args ...string) *claudeRun {
+	c := &claudeRun{done: make(chan struct{})}
 	go func() {
-		res, err := r.sb.RunClaude(context.Background(), claudeRun, api.URL, prompt, append([]string{"--mcp-config", r.config}, args...)...)
+		defer close(c.done)
+		res, err := r.sb.RunClaude(context.Background(), claudeLimit, api.URL, prompt, append([]string{"--mcp-config", r.config}, args...)...)
 		if err != nil {
 			r.t.Error(err)
 		}
-		done <- res
+		c.res = res
 	}()
-	return func() agentclients.Result { return <-done }
+	return c
 }
 
 // mcpPID returns the pid of the collie mcp the wrapper started last.
@@ -149,11 +159,17 @@ type openCard struct {
 	Revision                int64
 }
 
-// card waits for the one question open on the device API.
-func (r *mcpRig) card() openCard {
-	r.t.Helper()
+// card waits for the one question open on the device API while run
+// goes on.
+func (r *mcpRig) card(t *testing.T, run *claudeRun) openCard {
+	t.Helper()
 	var cards []openCard
-	waitFor(r.t, loadGuard, "the question on the device API", func() bool {
+	waitFor(t, loadGuard, "the question on the device API", func() bool {
+		select {
+		case <-run.done:
+			t.Fatalf("claude ended before the question reached the device: %v", run.res)
+		default:
+		}
 		var st device.State
 		r.dev.call("GET", "/api/v1/state", "", nil, &st)
 		cards = cards[:0]
@@ -174,18 +190,18 @@ func (r *mcpRig) card() openCard {
 		return len(cards) > 0
 	})
 	if len(cards) != 1 {
-		r.t.Fatalf("want one open question, have %+v", cards)
+		t.Fatalf("want one open question, have %+v", cards)
 	}
 	return cards[0]
 }
 
 // tap answers c on the device as the user does.
-func (r *mcpRig) tap(c openCard, option, reason string) {
-	r.t.Helper()
+func (r *mcpRig) tap(t *testing.T, c openCard, option, reason string) {
+	t.Helper()
 	b, _ := json.Marshal(map[string]any{"requestId": "tap-" + c.ID, "conversation": c.Conversation, "question": c.ID,
 		"revision": c.Revision, "optionIds": []string{option}, "reason": reason})
 	if status := r.dev.call("POST", "/api/v1/agents/demo/answer", string(b), map[string]string{device.WriteHeader: "1"}, nil); status != 200 {
-		r.t.Fatalf("the tap: %d", status)
+		t.Fatalf("the tap: %d", status)
 	}
 }
 
@@ -225,13 +241,13 @@ func TestClaudeCodeMCP_D1(t *testing.T) {
 			fakemodel.Say("shipped"),
 		})
 		defer api.Close()
-		wait := r.claude(api, "ask me", "--allowedTools", "mcp__collie__ask_yes_no")
-		c := r.card()
+		run := r.claude(api, "ask me", "--allowedTools", "mcp__collie__ask_yes_no")
+		c := r.card(t, run)
 		if c.Title != "Ship 1.2 to staging?" {
 			t.Errorf("the card reads %q", c.Title)
 		}
-		r.tap(c, "yes", "go ahead")
-		res := wait()
+		r.tap(t, c, "yes", "go ahead")
+		res := run.wait()
 		if res.ExitCode != 0 {
 			t.Fatalf("claude: %v", res)
 		}
@@ -256,9 +272,9 @@ func TestClaudeCodeMCP_D1(t *testing.T) {
 			fakemodel.Say("ok"),
 		})
 		defer api.Close()
-		wait := r.claude(api, "ask me", "--allowedTools", "mcp__collie__ask_yes_no")
-		r.tap(r.card(), "no", "")
-		res := wait()
+		run := r.claude(api, "ask me", "--allowedTools", "mcp__collie__ask_yes_no")
+		r.tap(t, r.card(t, run), "no", "")
+		res := run.wait()
 		if tr := toolResult(t, api, "toolu_fake0", res); tr.IsError || !strings.Contains(tr.Content, `"answer":"no"`) {
 			t.Errorf("the model got %+v, want the answer no", tr)
 		}
@@ -270,8 +286,8 @@ func TestClaudeCodeMCP_D1(t *testing.T) {
 			fakemodel.Say("ok"),
 		})
 		defer api.Close()
-		wait := r.claude(api, "ask me", "--allowedTools", "mcp__collie__ask_yes_no")
-		r.card()
+		run := r.claude(api, "ask me", "--allowedTools", "mcp__collie__ask_yes_no")
+		r.card(t, run)
 		// Ctrl-C: SIGINT to Claude Code, collie mcp's parent.
 		if err := syscall.Kill(parentOf(t, r.mcpPID(t)), syscall.SIGINT); err != nil {
 			t.Fatal(err)
@@ -281,7 +297,7 @@ func TestClaudeCodeMCP_D1(t *testing.T) {
 			r.dev.call("GET", "/api/v1/state", "", nil, &st)
 			return len(questions(st)) == 0
 		})
-		res := wait()
+		res := run.wait()
 		t.Logf("claude after SIGINT: %v", res)
 	})
 
@@ -297,11 +313,11 @@ func TestClaudeCodeMCP_D1(t *testing.T) {
 			fakemodel.Say("all done"),
 		})
 		defer api.Close()
-		wait := r.claude(api, "make a mark", "--permission-mode", "default", "--permission-prompt-tool", "mcp__collie__approve")
+		run := r.claude(api, "make a mark", "--permission-mode", "default", "--permission-prompt-tool", "mcp__collie__approve")
 		if tap != nil {
-			tap(r.card())
+			tap(r.card(t, run))
 		}
-		res := wait()
+		res := run.wait()
 		t.Logf("claude: %v", res)
 		_, err := os.Stat(mark)
 		tr = toolResult(t, api, id, res)
@@ -317,7 +333,7 @@ func TestClaudeCodeMCP_D1(t *testing.T) {
 			if !strings.Contains(c.Title, "Bash") && !strings.Contains(c.Title, "echo ran") {
 				t.Errorf("the card reads %q; want the tool call", c.Title)
 			}
-			r.tap(c, "yes", "")
+			r.tap(t, c, "yes", "")
 		})
 		if !ran || tr.IsError {
 			t.Errorf("after yes: ran %v, the model got %+v", ran, tr)
@@ -325,7 +341,7 @@ func TestClaudeCodeMCP_D1(t *testing.T) {
 	})
 
 	t.Run("approve: no blocks the tool", func(t *testing.T) {
-		ran, tr, out := bash(t, func(c openCard) { r.tap(c, "no", "not on a Friday") })
+		ran, tr, out := bash(t, func(c openCard) { r.tap(t, c, "no", "not on a Friday") })
 		if ran || !tr.IsError || !strings.Contains(tr.Content, "denied this tool call on their device: not on a Friday") {
 			t.Errorf("after no: ran %v, the model got %+v", ran, tr)
 		}
@@ -356,7 +372,7 @@ func TestClaudeCodeMCP_D1(t *testing.T) {
 			fakemodel.Say("all done"),
 		})
 		defer api.Close()
-		res := r.claude(api, "make a mark", "--permission-mode", "default", "--permission-prompt-tool", "mcp__collie__approve")()
+		res := r.claude(api, "make a mark", "--permission-mode", "default", "--permission-prompt-tool", "mcp__collie__approve").wait()
 		// Claude Code 2.1.328 stops at the call with an error naming the
 		// missing tool: the call never runs.
 		if _, err := os.Stat(mark); err == nil {
