@@ -40,8 +40,10 @@ func TestClaudeCode_PermissionPromptTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := []struct {
-		mode    string
-		wantRan bool
+		mode     string
+		permMode string // Claude Code's --permission-mode; "" is default
+		python   bool   // the call writes the mark with python3, not the shell's redirection
+		wantRan  bool
 		wantIn  string // in the tool's result sent back to the model, when it did not run
 	}{
 		{mode: "allow", wantRan: true},
@@ -59,9 +61,25 @@ func TestClaudeCode_PermissionPromptTool(t *testing.T) {
 		{mode: "rpc-error", wantIn: "PROBE-RPC-ERROR"},
 		// The server dying in the middle of the call.
 		{mode: "exit", wantIn: "Connection closed"},
+		// Where Claude Code consults the prompt at all: not in
+		// bypassPermissions (the call runs over a deny), nor in dontAsk
+		// (it denies by itself, unasked: "don't ask mode"). In acceptEdits
+		// a shell command that only writes a file in the project folder
+		// is an edit, run unasked; a program run (python3) is asked.
+		{mode: "deny", permMode: "bypassPermissions", wantRan: true},
+		{mode: "deny", permMode: "dontAsk", wantIn: "don't ask mode"},
+		{mode: "deny", permMode: "acceptEdits", wantRan: true},
+		{mode: "deny", permMode: "acceptEdits", python: true, wantIn: "PROBE-DENY"},
 	}
 	for _, tc := range rows {
-		t.Run(tc.mode, func(t *testing.T) {
+		if tc.permMode == "" {
+			tc.permMode = "default"
+		}
+		name := tc.mode + " in " + tc.permMode
+		if tc.python {
+			name += ", python3"
+		}
+		t.Run(name, func(t *testing.T) {
 			s := New(t)
 			script := filepath.Join(s.Root, "approve-probe.mjs")
 			if err := s.WriteFile(script, probe, 0o644); err != nil {
@@ -74,13 +92,17 @@ func TestClaudeCode_PermissionPromptTool(t *testing.T) {
 				t.Fatal(err)
 			}
 			mark := filepath.Join(s.Project, "MARK")
+			command := "echo ran > " + mark
+			if tc.python {
+				command = fmt.Sprintf("python3 -c 'open(%q, \"w\").write(\"ran\")'", mark)
+			}
 			api := fakemodel.Start([]fakemodel.Turn{
-				fakemodel.ToolCall("Bash", map[string]any{"command": "echo ran > " + mark, "description": "make a mark"}),
+				fakemodel.ToolCall("Bash", map[string]any{"command": command, "description": "make a mark"}),
 				fakemodel.Say("all done"),
 			})
 			defer api.Close()
 			res, err := s.RunClaude(context.Background(), clientTimeout, api.URL, "make a mark",
-				"--permission-mode", "default", "--mcp-config", config, "--permission-prompt-tool", "mcp__probe__approve")
+				"--permission-mode", tc.permMode, "--mcp-config", config, "--permission-prompt-tool", "mcp__probe__approve")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,7 +117,7 @@ func TestClaudeCode_PermissionPromptTool(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("%s: ran %v, exit %d, the model got %s", tc.mode, ran, res.ExitCode, got)
+			t.Logf("%s: ran %v, exit %d, the model got %s", name, ran, res.ExitCode, got)
 			if ran != tc.wantRan {
 				t.Errorf("the tool ran: %v, want %v\n%v", ran, tc.wantRan, res)
 			}
