@@ -155,8 +155,8 @@ func parentOf(t *testing.T, pid int) int {
 
 // openCard is a question open on the device API.
 type openCard struct {
-	Conversation, ID, Title string
-	Revision                int64
+	Conversation, ConvTitle, ID, Title string
+	Revision                           int64
 }
 
 // card waits for the one question open on the device API while run
@@ -181,7 +181,7 @@ func (r *mcpRig) card(t *testing.T, run *claudeRun) openCard {
 				for _, tab := range sp.Tabs {
 					for _, c := range tab.Conversations {
 						for _, q := range c.Questions {
-							cards = append(cards, openCard{c.ID, q.ID, q.Title, q.Revision})
+							cards = append(cards, openCard{c.ID, c.Title, q.ID, q.Title, q.Revision})
 						}
 					}
 				}
@@ -243,8 +243,10 @@ func TestClaudeCodeMCP_D1(t *testing.T) {
 		defer api.Close()
 		run := r.claude(api, "ask me", "--allowedTools", "mcp__collie__ask_yes_no")
 		c := r.card(t, run)
-		if c.Title != "Ship 1.2 to staging?" {
-			t.Errorf("the card reads %q", c.Title)
+		// The session's conversation is named after the client and its
+		// folder (outside HOME here, so in full).
+		if c.Title != "Ship 1.2 to staging?" || c.ConvTitle != "claude-code in "+r.sb.Project {
+			t.Errorf("the card reads %q in the conversation %q", c.Title, c.ConvTitle)
 		}
 		r.tap(t, c, "yes", "go ahead")
 		res := run.wait()
