@@ -52,7 +52,6 @@ func TestClaudeCode_PermissionPromptTool(t *testing.T) {
 		// A tool error is a deny whatever its text says.
 		{mode: "tool-error-allow", wantIn: `"behavior":"allow"`},
 		{mode: "not-json", wantIn: "returned an invalid permission result"},
-		{mode: "unknown-behavior", wantIn: "returned an invalid permission result"},
 		// updatedInput is optional: an allow without it runs the call as
 		// the model gave it (collie mcp's allow always carries the input
 		// the card showed).

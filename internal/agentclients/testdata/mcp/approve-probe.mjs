@@ -20,7 +20,6 @@ const answers = {
   "tool-error": () => text("PROBE-TOOL-ERROR", true),
   "tool-error-allow": (a) => text(JSON.stringify({ behavior: "allow", updatedInput: a.input }), true),
   "not-json": () => text("PROBE-NOT-JSON"),
-  "unknown-behavior": () => text(JSON.stringify({ behavior: "maybe" })),
   "allow-no-input": () => text(JSON.stringify({ behavior: "allow" })),
   "empty": () => ({ content: [] }),
 };
