@@ -44,7 +44,7 @@ func TestClaudeCode_PermissionPromptTool(t *testing.T) {
 		permMode string // Claude Code's --permission-mode; "" is default
 		python   bool   // the call writes the mark with python3, not the shell's redirection
 		wantRan  bool
-		wantIn  string // in the tool's result sent back to the model, when it did not run
+		wantIn   string // in the tool's result sent back to the model, when it did not run
 	}{
 		{mode: "allow", wantRan: true},
 		{mode: "deny", wantIn: "PROBE-DENY"},
