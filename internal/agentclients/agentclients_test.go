@@ -6,9 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -90,3 +92,31 @@ func TestSandboxRun_AsTheUserWithADeadline(t *testing.T) {
 func itoa(i int) string { return strconv.Itoa(i) }
 
 func testenvRoot(t *testing.T) { testenv.RequireRoot(t, "run commands as the user "+UserName) }
+
+// TestSandboxRun_CallersCommand: with Command set (as to systemdtest's
+// UserManager.Command), the run is the caller's command, moved to the
+// project folder, with the caller's XDG_RUNTIME_DIR kept and the
+// sandbox's HOME and XDG folders in place of the caller's.
+func TestSandboxRun_CallersCommand(t *testing.T) {
+	testenvRoot(t)
+	s := New(t)
+	s.Command = func(ctx context.Context, name string, args ...string) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Dir = "/"
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/elsewhere", "XDG_CONFIG_HOME=/elsewhere/.config",
+			"XDG_RUNTIME_DIR=/run/user/4242"}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{
+			Uid: uint32(s.User.UID), Gid: uint32(s.User.GID), Groups: []uint32{}}}
+		return cmd
+	}
+	res, err := s.Run(context.Background(), 30*time.Second, nil, nil,
+		"/bin/sh", "-c", `pwd; echo "$HOME $XDG_CONFIG_HOME $XDG_RUNTIME_DIR"; id -u`)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("run: %v %v", err, res)
+	}
+	want := strings.Join([]string{s.Project, s.Home + " " + filepath.Join(s.Home, ".config") + " /run/user/4242",
+		itoa(s.User.UID)}, "\n")
+	if got := strings.TrimSpace(string(res.Stdout)); got != want {
+		t.Errorf("output %q, want %q", got, want)
+	}
+}

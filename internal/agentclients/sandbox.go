@@ -191,6 +191,13 @@ func (s *Sandbox) baseEnv() []string {
 		"LANG=C.UTF-8",
 		"TERM=dumb",
 		"NO_COLOR=1",
+		// The clients keep their settings under these; spelled out so
+		// that a caller's environment (systemdtest's) does not send them
+		// elsewhere.
+		"XDG_CONFIG_HOME=" + filepath.Join(s.Home, ".config"),
+		"XDG_DATA_HOME=" + filepath.Join(s.Home, ".local", "share"),
+		"XDG_STATE_HOME=" + filepath.Join(s.Home, ".local", "state"),
+		"XDG_CACHE_HOME=" + filepath.Join(s.Home, ".cache"),
 		// Claude Code.
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1",
 		"DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1",
@@ -223,10 +230,13 @@ func (s *Sandbox) Run(ctx context.Context, timeout time.Duration, stdin []byte, 
 	var cmd *exec.Cmd
 	if s.Command != nil {
 		// The caller's command runs in its own place (a namespace); the
-		// shell moves to the project folder first.
+		// shell moves to the project folder first. The caller's
+		// environment stays (XDG_RUNTIME_DIR, the bus) where the base
+		// does not override it (HOME and the XDG folders are the
+		// sandbox's; os/exec keeps the last of a repeated variable).
 		argv := append([]string{"-c", `cd "$0" && exec "$@"`, s.Project, name}, args...)
 		cmd = s.Command(ctx, "/bin/sh", argv...)
-		cmd.Env = append(cmd.Env, append(s.Env, env...)...)
+		cmd.Env = append(cmd.Env, fullEnv...)
 	} else {
 		cmd = exec.CommandContext(ctx, name, args...)
 		cmd.Dir = s.Project
@@ -276,7 +286,8 @@ type Process struct {
 }
 
 // Start starts name with args as the user, in Project, with the same
-// environment as Run, and returns at once. Read Stdout (or it may block
+// environment as Run, and returns at once. It starts the process itself,
+// as User, even when Command is set. Read Stdout (or it may block
 // the client once the pipe fills); Stop ends it. t.Cleanup stops it too.
 func (s *Sandbox) Start(t testing.TB, env []string, name string, args ...string) (*Process, error) {
 	cmd := exec.Command(name, args...)
