@@ -321,3 +321,37 @@ func TestOpenCode_RunPermissions(t *testing.T) {
 		})
 	}
 }
+
+// TestGemini_RouterAnswered: without -m, Gemini CLI first asks a router
+// model for JSON of a schema; the fake answers in kind, so the run goes
+// on to the agent loop at once instead of retrying for a minute and a
+// half.
+func TestGemini_RouterAnswered(t *testing.T) {
+	Require(t, Gemini)
+	k := newHookKit(t)
+	mark := filepath.Join(k.Project, "MARK")
+	api := fakemodel.Start(markScript("run_shell_command", "command", mark, nil))
+	defer api.Close()
+	if err := k.WriteFile(k.GeminiSettingsPath(), GeminiSettings(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := append([]string{"GEMINI_API_KEY=collie-test", "GOOGLE_GEMINI_BASE_URL=" + api.URL,
+		"GEMINI_CLI_TRUST_WORKSPACE=true"}, Offline(api.URL)...)
+	res, err := k.Run(context.Background(), clientTimeout, nil, env, Path(Gemini),
+		"-p", "make a mark", "--output-format", "json", "--approval-mode", "yolo")
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("gemini: %v %v", err, res)
+	}
+	if _, err := os.Stat(mark); err != nil {
+		t.Errorf("the tool did not run: %v", res)
+	}
+	side := 0
+	for _, r := range api.Requests() {
+		if r.Dialect == fakemodel.Gemini && r.Turn < 0 && strings.Contains(string(r.Body), "responseJsonSchema") {
+			side++
+		}
+	}
+	if side != 1 {
+		t.Errorf("%d router requests, want 1 (more means Gemini retried the answer)", side)
+	}
+}
