@@ -70,11 +70,6 @@ func startMCPRig(t *testing.T) *mcpRig {
 
 	sb := agentclients.NewFor(t, agentclients.User{Name: um.User, UID: um.UID, GID: um.GID})
 	sb.Command = um.Command
-	// The namespace's command starts from the user manager's environment;
-	// the client gets the sandbox's home and stays off the network.
-	sb.Env = []string{"HOME=" + sb.Home, "TERM=dumb", "NO_COLOR=1",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1",
-		"DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1"}
 	r := &mcpRig{t: t, um: um, bin: bin, dev: dev, sb: sb,
 		config: filepath.Join(sb.Root, "mcp.json"), pid: filepath.Join(sb.Home, "collie-mcp.pid")}
 	// A wrapper that says collie mcp's pid, so that a test can kill it in
