@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
 	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,7 +33,7 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	if *timeout <= 0 || *timeout > mcpserver.MaxTimeout {
 		return usagef("--timeout must be above 0 and at most %s", mcpserver.MaxTimeout)
 	}
-	path, err := ask.FindSocket(*socket, *agent, e.getenv)
+	path, err := ask.FindSocket(*socket, *agent, withRuntimeDir(e.getenv, "/run/user", os.Getuid(), os.Lstat))
 	if err != nil {
 		return err
 	}
@@ -47,4 +49,31 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return srv.Serve(ctx, &mcp.StdioTransport{})
+}
+
+// withRuntimeDir is getenv, with $XDG_RUNTIME_DIR filled in when the MCP
+// client started collie mcp without it: the MCP SDK for TypeScript, for
+// one, passes a server only HOME, LOGNAME, PATH, SHELL, TERM and USER
+// unless its configuration names more. The folder is base/UID, as
+// pam_systemd makes it, and only when it is a directory (not a link) of
+// the user's own with mode 0700; the socket's path is walked again before
+// every connection all the same.
+func withRuntimeDir(getenv func(string) string, base string, uid int, lstat func(string) (os.FileInfo, error)) func(string) string {
+	if getenv("XDG_RUNTIME_DIR") != "" {
+		return getenv
+	}
+	dir := filepath.Join(base, strconv.Itoa(uid))
+	fi, err := lstat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		return getenv
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != uid {
+		return getenv
+	}
+	return func(k string) string {
+		if k == "XDG_RUNTIME_DIR" {
+			return dir
+		}
+		return getenv(k)
+	}
 }
