@@ -13,6 +13,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/collie-linux/collie/internal/cli"
 	"github.com/collie-linux/collie/internal/runcmd"
 	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/tomlstrict"
@@ -24,10 +25,10 @@ import (
 type Config struct {
 	// Title is the title of the agent's main conversation, where
 	// questions from local programs appear.
-	Title string `toml:"title"`
+	Title string `toml:"title" example:"\"Deploys\""`
 	// CallerCheck is "on" (the default where it works: Linux) or "off"
 	// (C3). Off, any process of the user may answer the agent's questions.
-	CallerCheck string `toml:"CallerCheck"`
+	CallerCheck string `toml:"CallerCheck" example:"\"off\""`
 	// Question is a standing yes/no question shown at start (the demo's).
 	Question *QuestionConfig `toml:"question"`
 	// Always configures "always allow" (D7). Off by default.
@@ -41,27 +42,27 @@ type Config struct {
 
 // QuestionConfig describes the standing question.
 type QuestionConfig struct {
-	Title     string `toml:"title"`
-	Rationale string `toml:"rationale"`
+	Title     string `toml:"title" example:"\"Restart nginx?\""`
+	Rationale string `toml:"rationale" example:"\"It is stuck.\""`
 }
 
 // AlwaysConfig says whether questions that name a tool offer "always
 // allow", and for how long a grant lasts.
 type AlwaysConfig struct {
 	Enabled  bool   `toml:"enabled"`
-	Duration string `toml:"duration"`
+	Duration string `toml:"duration" example:"\"1h\""`
 
 	duration time.Duration
 }
 
 // CommandConfig is a belt button or a starter: a fixed command.
 type CommandConfig struct {
-	ID      string   `toml:"id"`
-	Label   string   `toml:"label"`
-	Command []string `toml:"command"` // argv; command[0] is an absolute path
-	Dir     string   `toml:"dir"`     // absolute; default $HOME
-	Env     []string `toml:"env"`     // names passed on from the agent's environment
-	Timeout string   `toml:"timeout"` // Go duration; default 10m
+	ID      string   `toml:"id" example:"\"deploy\""`
+	Label   string   `toml:"label" example:"\"Deploy\""`
+	Command []string `toml:"command" example:"[\"/usr/bin/make\", \"deploy\"]"` // argv; command[0] is an absolute path
+	Dir     string   `toml:"dir" example:"\"/home/me/src\""`                    // absolute; default $HOME
+	Env     []string `toml:"env" example:"[\"PATH\", \"HOME\"]"`                // names passed on from the agent's environment
+	Timeout string   `toml:"timeout" example:"\"10m\""`                         // Go duration; default 10m
 
 	timeout time.Duration
 }
@@ -104,6 +105,10 @@ func loadConfig(path, name string) (Config, error) {
 		if errors.As(err, &ce) {
 			return Config{}, fmt.Errorf("%s, %v; fix the file (see collie-agent(1))", path, ce)
 		}
+		var te *tomlstrict.TypeError
+		if errors.As(err, &te) {
+			return Config{}, fmt.Errorf("%s, %v; fix the file (see collie-agent(1))", path, te)
+		}
 		var sm *toml.StrictMissingError
 		if errors.As(err, &sm) && len(sm.Errors) > 0 {
 			row, _ := sm.Errors[0].Position()
@@ -143,8 +148,11 @@ func (c *Config) check(path string) error {
 	}
 	c.Always.duration = DefaultAlways
 	if c.Always.Duration != "" {
-		d, err := time.ParseDuration(c.Always.Duration)
-		if err != nil || d < time.Minute || d > MaxAlways {
+		d, err := cli.ParseDuration(c.Always.Duration)
+		if err != nil {
+			return bad("always.duration = %v", err)
+		}
+		if d < time.Minute || d > MaxAlways {
 			return bad("always.duration = %q; give a duration from 1m to %s, such as \"1h\"", c.Always.Duration, MaxAlways)
 		}
 		c.Always.duration = d
@@ -185,8 +193,11 @@ func (c *Config) check(path string) error {
 			}
 			cc.timeout = DefaultTimeout
 			if cc.Timeout != "" {
-				d, err := time.ParseDuration(cc.Timeout)
-				if err != nil || d <= 0 || d > MaxTimeout {
+				d, err := cli.ParseDuration(cc.Timeout)
+				if err != nil {
+					return bad("%s: timeout = %v", where, err)
+				}
+				if d <= 0 || d > MaxTimeout {
 					return bad("%s: timeout = %q; give a duration above 0 and at most %s, such as \"10m\"", where, cc.Timeout, MaxTimeout)
 				}
 				cc.timeout = d

@@ -22,9 +22,9 @@ import (
 type HTTPSConfig struct {
 	// Listen is host:port. Plain HTTP only on loopback; beyond it, Cert
 	// and Key are required.
-	Listen string `toml:"listen"`
-	Cert   string `toml:"cert"`
-	Key    string `toml:"key"`
+	Listen string `toml:"listen" example:"\"127.0.0.1:8443\""`
+	Cert   string `toml:"cert" example:"\"/home/me/.config/collie-agent/cert.pem\""`
+	Key    string `toml:"key" example:"\"/home/me/.config/collie-agent/key.pem\""`
 	// Token and TokenNext may be given here, in NAME.env beside the
 	// config, or as COLLIE_TOKEN and COLLIE_TOKEN_NEXT in the environment
 	// (which win). A file that holds a token must be 0600 (K5).

@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -116,8 +117,25 @@ func dispatch(ctx context.Context, e *env, args []string) error {
 				return c.run(ctx, e, args[1:])
 			}
 		}
+		// A mistyped command, before its flags are taken for the agent's.
+		if err := unexpected(args[0]); !strings.HasPrefix(args[0], "-") && strings.Contains(err.Error(), "did you mean") {
+			return err
+		}
 	}
 	return table[0].run(ctx, e, args)
+}
+
+// unexpected is the mistake of an argument the agent does not take: with
+// the command it is nearest to, when one is near (edit distance).
+func unexpected(arg string) error {
+	var names []string
+	for _, c := range commands()[1:] {
+		names = append(names, c.name)
+	}
+	if s := cli.Suggest(arg, names); s != "" {
+		return cli.Usagef("unexpected argument %q; did you mean collie-agent %s?", arg, s)
+	}
+	return cli.Usagef("unexpected argument %q", arg)
 }
 
 // report says err once: age's "collie-agent: error:" and "hint:" lines
@@ -181,13 +199,16 @@ func cmdServe(_ context.Context, e *env, args []string) error {
 		return nil
 	}
 	if len(rest) > 0 {
-		return cli.Usagef("unexpected argument %q", rest[0])
+		return unexpected(rest[0])
 	}
 	if !validName.MatchString(*name) {
 		return &cli.UsageError{Err: hint.Errorf("use 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit", "the name %q is not valid", *name)}
 	}
 	path := configPath(*cfgPath, *name, os.Getenv)
 	if *check {
+		if err := configExists(path, *cfgPath != "", *name); err != nil {
+			return err
+		}
 		if _, err := prepare(path, *name, os.Getenv); err != nil {
 			return err
 		}
@@ -227,6 +248,27 @@ func (s *signals) context() (context.Context, context.CancelFunc) {
 		}
 	}()
 	return ctx, cancel
+}
+
+// exampleConfig is the example config the package ships.
+const exampleConfig = "/usr/share/doc/collie/examples/collie-agent.toml"
+
+// configExists is --check-config's first question: a file that does not
+// exist is not "valid", whatever the agent would do without it. given
+// says the path came from --config.
+func configExists(path string, given bool, name string) error {
+	_, err := os.Stat(path)
+	switch {
+	case err == nil:
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return hint.Errorf("make it readable by you", "cannot check %s: %v", path, err)
+	case given:
+		return hint.Errorf("give the path of a file that exists, or write one there (see collie-agent(1); an example: "+exampleConfig+")",
+			"%s does not exist, so there is no config to check", path)
+	}
+	return hint.Errorf("to configure it, write the file (see collie-agent(1); an example: "+exampleConfig+"), or give another with --config FILE",
+		"there is no config file at %s: collie-agent %s starts with the demo (one conversation, one yes/no question)", path, name)
 }
 
 // configPath is --config, or $XDG_CONFIG_HOME/collie-agent/NAME.toml.

@@ -85,3 +85,32 @@ func TestSignalsCaughtFirst_L2(t *testing.T) {
 		t.Fatal("a SIGTERM from before serving did not end the context")
 	}
 }
+
+// TestCheckConfigMissingFile_L4: --check-config on a file that does not
+// exist is not "valid": exit 1 with the file named and what to do, given
+// with --config or found at the default place (where the agent itself
+// would start with its demo).
+func TestCheckConfigMissingFile_L4(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", dir)
+	for _, tt := range []struct {
+		name      string
+		args      []string
+		want, fix string
+	}{
+		{"given", []string{"--check-config", "--config", dir + "/nope.toml"},
+			"collie-agent: error: " + dir + "/nope.toml does not exist, so there is no config to check\n",
+			"collie-agent: hint: give the path of a file that exists, or write one there (see collie-agent(1); an example: /usr/share/doc/collie/examples/collie-agent.toml)\n"},
+		{"default", []string{"--check-config", "--name", "ops"},
+			"collie-agent: error: there is no config file at " + dir + "/collie-agent/ops.toml: collie-agent ops starts with the demo (one conversation, one yes/no question)\n",
+			"collie-agent: hint: to configure it, write the file (see collie-agent(1); an example: /usr/share/doc/collie/examples/collie-agent.toml), or give another with --config FILE\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut strings.Builder
+			code := run(tt.args, &out, &errOut)
+			if code != 1 || out.Len() != 0 || errOut.String() != tt.want+tt.fix {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 1, nothing, %q", code, out.String(), errOut.String(), tt.want+tt.fix)
+			}
+		})
+	}
+}

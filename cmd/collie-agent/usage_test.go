@@ -49,3 +49,23 @@ func TestUsageScriptWalksEveryCommand_L4(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownCommandDidYouMean_L4: a word near one of collie-agent's
+// commands, or a flag near one of its flags, says which was meant.
+func TestUnknownCommandDidYouMean_L4(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"grantz"}, `collie-agent: error: unexpected argument "grantz"; did you mean collie-agent grants?`},
+		{[]string{"aks", "--yes-no", "T"}, `collie-agent: error: unexpected argument "aks"; did you mean collie-agent ask?`},
+		{[]string{"--check-confg"}, `collie-agent: error: flag provided but not defined: --check-confg; did you mean --check-config?`},
+		{[]string{"grants", "--revok", "x"}, `collie-agent: error: flag provided but not defined: --revok; did you mean --revoke?`},
+	} {
+		var out, errOut strings.Builder
+		code := run(tt.args, &out, &errOut)
+		if code != 2 || out.Len() != 0 || !strings.HasPrefix(errOut.String(), tt.want+"\n") {
+			t.Errorf("collie-agent %q: exit %d, stdout %q, stderr %q; want 2 and %q", tt.args, code, out.String(), errOut.String(), tt.want)
+		}
+	}
+}

@@ -13,7 +13,7 @@ import (
 )
 
 // agentCommands are the commands collie runs in an agent environment
-// (issue 14, R3): everything else is the human's, at the bridge.
+// (R3): everything else is the human's, at the bridge.
 var agentCommands = map[string]bool{"login": true, "logout": true, "whoami": true, "ask": true, "version": true, "help": true}
 
 // admit decides, before any command runs, whose collie this is (R4): with

@@ -13,7 +13,7 @@ import (
 )
 
 // cmdAgentsList lists the agent platform's agent sessions the bridge
-// remembers (issue 14): never a token.
+// remembers: never a token.
 func cmdAgentsList(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("collie agents list", e)
 	asJSON := fs.Bool("json", false, "print JSON")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/audit"
+	"github.com/collie-linux/collie/internal/cli"
 	"github.com/collie-linux/collie/internal/hint"
 )
 
@@ -24,12 +25,15 @@ func cmdAudit(ctx context.Context, e *env, args []string) error {
 	agent := fs.String("agent", "", "show only the lines of the durable agent `NAME`")
 	device := fs.String("device", "", "show only the lines of the device `ID`")
 	event := fs.String("event", "", "show only the event `E` ("+strings.Join(audit.Events, ", ")+")")
-	since := fs.String("since", "", "show only lines from `DUR` ago (90m, 24h, 7d) or from an RFC 3339 time")
+	since := fs.String("since", "", "show only lines from `DUR` ago (30s, 90m, 24h, 7d) or from an RFC 3339 time")
 	asJSON := fs.Bool("json", false, "print the lines as they are in the log, one JSON object a line")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *event != "" && !slices.Contains(audit.Events, *event) {
+		if s := cli.Suggest(*event, audit.Events); s != "" {
+			return usagef("--event %q is not an event Collie records; did you mean %s? The events are: %s", *event, s, strings.Join(audit.Events, ", "))
+		}
 		return usagef("--event %q is not an event Collie records; use one of %s", *event, strings.Join(audit.Events, ", "))
 	}
 	var from time.Time
@@ -97,9 +101,9 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 			return now.AddDate(0, 0, -n), nil
 		}
 	}
-	d, err := time.ParseDuration(s)
+	d, err := cli.ParseDuration(s)
 	if err != nil || d < 0 {
-		return time.Time{}, usagef("--since %q is neither a duration (90m, 24h, 7d) nor an RFC 3339 time (2026-12-01T10:00:00Z)", s)
+		return time.Time{}, usagef("--since %q is neither a duration back from now (a number with its unit, such as 30s, 10m, 24h or 7d) nor an RFC 3339 time (2026-12-01T10:00:00Z)", s)
 	}
 	return now.Add(-d), nil
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+
+	"github.com/collie-linux/collie/internal/cli"
 )
 
 // command is one row of collie's command table. Dispatch, `collie help`,
@@ -23,7 +26,7 @@ func commands() []command {
 	return []command{
 		{"daemon", []string{"[--debug]"}, "run the bridge in the foreground (what collie.service runs)", cmdDaemon},
 		{"demo", nil, "run the bridge with a demo durable agent, in a throwaway folder", cmdDemo},
-		{"doctor", []string{"[--json] [--check NAME]"}, "check the installation; prints the fix for every row that is not ok", cmdDoctor},
+		{"doctor", []string{"[--json] [--check NAME]..."}, "check the installation; prints the fix for every row that is not ok", cmdDoctor},
 		{"durable attach", []string{"NAME --socket PATH", "NAME --url URL --token-env VAR [--ca-file FILE]"}, "attach the durable agent listening at PATH, or one on another host over HTTPS", cmdAttach},
 		{"durable detach", []string{"NAME"}, "detach an agent", cmdDetach},
 		{"durable list", []string{"[--json]"}, "list attached agents: reachable, or exactly why not", cmdList},
@@ -82,7 +85,7 @@ func lookup(args []string) (command, []string, error) {
 		}
 	}
 	if len(subs) == 0 {
-		return command{}, nil, usagef("unknown command %q; run collie help", args[0])
+		return command{}, nil, unknownCommand(table, args)
 	}
 	group := command{name: args[0], synopsis: []string{"{" + strings.Join(subs, "|") + "} ..."}, summary: "commands: " + orList(subs),
 		run: func(_ context.Context, e *env, rest []string) error {
@@ -92,9 +95,36 @@ func lookup(args []string) (command, []string, error) {
 			if _, err := parseArgs(newFlags("collie "+args[0], e), rest[:1], 0, 1); err != nil {
 				return err
 			}
+			if s := cli.Suggest(rest[0], subs); s != "" {
+				return usagef("unknown %s subcommand %q; did you mean collie %s %s?", args[0], rest[0], args[0], s)
+			}
 			return usagef("unknown %s subcommand %q; use %s", args[0], rest[0], orList(subs))
 		}}
 	return group, args[1:], nil
+}
+
+// unknownCommand is the mistake of args[0] not being a command: with the
+// command it is nearest to, by edit distance over the table's names (one
+// word, or two: "durable atach" is "durable attach"), when one is near.
+func unknownCommand(table []command, args []string) error {
+	var names []string
+	for _, c := range table {
+		if first, _, _ := strings.Cut(c.name, " "); !slices.Contains(names, first) {
+			names = append(names, first)
+		}
+	}
+	s := cli.Suggest(args[0], names)
+	if s == "" {
+		return usagef("unknown command %q; run collie help", args[0])
+	}
+	if len(args) > 1 && !strings.HasPrefix(args[1], "-") {
+		for _, c := range table {
+			if c.name == s+" "+args[1] {
+				s = c.name
+			}
+		}
+	}
+	return usagef("unknown command %q; did you mean collie %s?", args[0], s)
 }
 
 // orList is "a, b or c".

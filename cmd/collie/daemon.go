@@ -2,16 +2,19 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/collie-linux/collie/internal/audit"
 	"github.com/collie-linux/collie/internal/bridge"
 	"github.com/collie-linux/collie/internal/config"
 	"github.com/collie-linux/collie/internal/device"
+	"github.com/collie-linux/collie/internal/hint"
 	"github.com/collie-linux/collie/internal/systemd"
 	"github.com/collie-linux/collie/internal/systemd/journald"
 )
@@ -27,18 +30,42 @@ func cmdDaemon(ctx context.Context, e *env, args []string) error {
 	}
 	paths, err := e.paths()
 	if err != nil {
-		return fmt.Errorf("the daemon cannot start: %w", err)
-	}
-	// A key config.toml does not know is refused rather than ignored.
-	cfg, _, err := config.Load(paths.ConfigFile())
-	if err != nil {
-		return fmt.Errorf("the daemon cannot start: %w", err)
+		return fmt.Errorf("%w: %w", errCannotStart, err)
 	}
 	level := slog.LevelInfo
 	if *debug {
 		level = slog.LevelDebug
 	}
+	err = runDaemon(ctx, e, hup, paths, level)
+	if err != nil {
+		keepFailure(e, paths, err, time.Now())
+	}
+	return err
+}
+
+// runDaemon reads config.toml and runs the bridge.
+func runDaemon(ctx context.Context, e *env, hup <-chan os.Signal, paths config.Paths, level slog.Level) error {
+	// A key config.toml does not know is refused rather than ignored.
+	cfg, _, err := config.Load(paths.ConfigFile())
+	if err != nil {
+		return fmt.Errorf("%w: %w", errCannotStart, err)
+	}
 	return runBridge(ctx, e, hup, paths, deviceListen(cfg.Devices), &cfg.Push, cfg.Agents, level)
+}
+
+// errCannotStart is in every error that stops the daemon before it is
+// ready: it cannot start, and restarting it fails the same way.
+var errCannotStart = errors.New("the daemon cannot start")
+
+// keepFailure saves why the daemon stops on err in its state folder
+// (systemd.FailureFile), so that collie show and collie doctor, which find
+// it not running, say why and what to fix rather than "start it", which
+// would fail the same way. The journal has it too (report).
+func keepFailure(e *env, paths config.Paths, err error, now time.Time) {
+	f := systemd.Failure{Time: now, Starting: errors.Is(err, errCannotStart), Message: err.Error(), Hint: hint.Of(err)}
+	if werr := systemd.WriteFailure(systemd.FailureFile(paths.State), f); werr != nil {
+		fmt.Fprintf(e.stderr, "collie: the reason the daemon stops is not kept for collie show and collie doctor: %v\n", werr)
+	}
 }
 
 // catchSignals catches SIGINT and SIGTERM (they end the returned context)
@@ -77,7 +104,7 @@ func deviceListen(d config.Devices) *device.ListenConfig {
 func runBridge(ctx context.Context, e *env, hup <-chan os.Signal, paths config.Paths, devices *device.ListenConfig, pushCfg *config.Push, agents config.Agents, level slog.Level) error {
 	log := journald.NewLogger("collie", e.stderr, level)
 	n := systemd.NewNotifier(log)
-	cannotStart := func(err error) error { return fmt.Errorf("the daemon cannot start: %w", err) }
+	cannotStart := func(err error) error { return fmt.Errorf("%w: %w", errCannotStart, err) }
 	content, err := audit.ParseContent(e.getenv("COLLIE_AUDIT_CONTENT"))
 	if err != nil {
 		return cannotStart(err)
@@ -115,6 +142,7 @@ func runBridge(ctx context.Context, e *env, hup <-chan os.Signal, paths config.P
 	// it stops them, and systemd restarts the daemon (WatchdogSec=).
 	go n.Watchdog(ctx, func() { b.Agents() })
 	go reloadOnHUP(ctx, hup, n.Ready(), b.Reload, log)
+	go forgetFailure(ctx, n.Ready(), paths, log)
 	if err := b.Run(ctx); err != nil {
 		select {
 		case <-n.Ready():
@@ -125,6 +153,23 @@ func runBridge(ctx context.Context, e *env, hup <-chan os.Signal, paths config.P
 	}
 	log.Info("collie daemon stopped")
 	return nil
+}
+
+// forgetFailure removes the reason the daemon stopped last time once it is
+// ready: it runs, and collie show no longer says it failed.
+func forgetFailure(ctx context.Context, ready <-chan struct{}, paths config.Paths, log *slog.Logger) {
+	select {
+	case <-ctx.Done():
+		select {
+		case <-ready: // it was ready, and is stopping already
+		default:
+			return
+		}
+	case <-ready:
+	}
+	if err := systemd.ClearFailure(systemd.FailureFile(paths.State)); err != nil {
+		log.Warn("the reason the daemon stopped last time is kept: collie show and collie doctor may still show it", "err", err)
+	}
 }
 
 // reloadOnHUP calls reload for every SIGHUP on hup, from the moment ready

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+
+	"github.com/collie-linux/collie/internal/cli"
 	"github.com/collie-linux/collie/internal/doctor"
 	"github.com/collie-linux/collie/internal/hint"
 	"github.com/collie-linux/collie/internal/version"
@@ -12,11 +14,12 @@ import (
 func cmdDoctor(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("collie doctor", e)
 	asJSON := fs.Bool("json", false, "print JSON")
-	only := fs.String("check", "", "run only the check `NAME`")
+	var only cli.Strings
+	fs.Var(&only, "check", "run only the check `NAME`; give it again for more checks")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	rows, err := doctor.Run(ctx, doctor.FromSystem(e.getenv, version.String()), *only)
+	rows, err := doctor.Run(ctx, doctor.FromSystem(e.getenv, version.String()), only...)
 	if err != nil {
 		return usagef("%v", err)
 	}

@@ -8,14 +8,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/collie-linux/collie/internal/config"
 	"github.com/collie-linux/collie/internal/control"
+	"github.com/collie-linux/collie/internal/doctor"
 	"github.com/collie-linux/collie/internal/hint"
 	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/sources"
@@ -46,8 +51,52 @@ func cmdAttach(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "attached %s\n", src)
-	tellDaemon(ctx, e, paths.Control())
+	for _, w := range notThereYet(src, paths) {
+		fmt.Fprintf(e.stderr, "warning: %s\n", termLine(w))
+	}
+	tellDaemon(ctx, e, paths)
 	return nil
+}
+
+// notThereYet says what an attached source names that is not there yet:
+// a socket no agent listens on, or whose folder is missing, or a CA file
+// that does not exist. The source is attached all the same (an agent may
+// start later, a file may come), but the user learns what was not found
+// and how to start it, rather than "attached" alone.
+func notThereYet(src sources.Source, paths config.Paths) []string {
+	var out []string
+	if src.Socket != "" {
+		start := "start the agent that listens there; for collie-agent: collie-agent --name " + src.Name + " --socket " + src.Socket
+		if src.Socket == filepath.Join(paths.Desk(), src.Name+".sock") {
+			start = "start it with: systemctl --user enable --now collie-agent@" + src.Name + ".socket"
+		}
+		fi, err := os.Stat(src.Socket)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			dir := filepath.Dir(src.Socket)
+			if _, derr := os.Stat(dir); errors.Is(derr, fs.ErrNotExist) {
+				out = append(out, fmt.Sprintf("nothing is at %s yet, and its folder %s does not exist: the bridge reads %s once an agent listens there; %s", src.Socket, dir, src.Name, start))
+			} else {
+				out = append(out, fmt.Sprintf("nothing is at %s yet: the bridge reads %s once an agent listens there; %s", src.Socket, src.Name, start))
+			}
+		case err != nil:
+			out = append(out, fmt.Sprintf("%s cannot be checked (%v): the bridge reads %s once it can reach it there", src.Socket, err, src.Name))
+		case fi.Mode().Type() != fs.ModeSocket:
+			out = append(out, fmt.Sprintf("%s is not a socket: the bridge cannot read %s there; give the path of the agent's socket (collie durable detach %s, then attach again)", src.Socket, src.Name, src.Name))
+		default:
+			if c, err := net.DialTimeout("unix", src.Socket, time.Second); errors.Is(err, syscall.ECONNREFUSED) {
+				out = append(out, fmt.Sprintf("nothing listens on %s yet (the socket is left from an agent that stopped): the bridge reads %s once an agent listens there; %s", src.Socket, src.Name, start))
+			} else if err == nil {
+				c.Close()
+			}
+		}
+	}
+	if src.CAFile != "" {
+		if _, err := os.Stat(src.CAFile); errors.Is(err, fs.ErrNotExist) {
+			out = append(out, fmt.Sprintf("there is no file at %s (--ca-file) yet: the bridge cannot reach %s until the CA certificate is there; put the PEM file there", src.CAFile, src.Name))
+		}
+	}
+	return out
 }
 
 // attachSource checks everything before anything is written: the socket
@@ -133,16 +182,20 @@ func cmdDetach(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "detached %s\n", name)
-	tellDaemon(ctx, e, paths.Control())
+	tellDaemon(ctx, e, paths)
 	return nil
 }
 
 // tellDaemon asks a running daemon to read sources.json again. The change
 // is saved either way, so a daemon that is not running is only a note.
-func tellDaemon(ctx context.Context, e *env, controlPath string) {
-	err := control.NewClient(controlPath).Reload(ctx)
+func tellDaemon(ctx context.Context, e *env, paths config.Paths) {
+	err := control.NewClient(paths.Control()).Reload(ctx)
 	switch {
 	case errors.Is(err, control.ErrNotRunning):
+		if msg, fix, failed := doctor.DaemonDown(paths); failed {
+			fmt.Fprintf(e.stderr, "note: %s\nnote: it reads the change when it starts; %s\n", termLine(msg), termLine(fix))
+			return
+		}
 		fmt.Fprintln(e.stderr, "note: the daemon is not running; it reads the change when it starts (systemctl --user start collie)")
 	case err != nil:
 		fmt.Fprintf(e.stderr, "note: the change is saved, but the daemon did not reload: %v\n", err)
@@ -163,7 +216,11 @@ func cmdList(ctx context.Context, e *env, args []string) error {
 	// last poll, up to 10 s ago, found (issue 9).
 	agents, err := control.NewClient(paths.Control()).Check(ctx)
 	if errors.Is(err, control.ErrNotRunning) {
-		fmt.Fprintln(e.stderr, "note: the daemon is not running; each agent was checked just now")
+		if msg, fix, failed := doctor.DaemonDown(paths); failed {
+			fmt.Fprintf(e.stderr, "note: %s\nnote: each agent was checked just now; to start the daemon: %s\n", termLine(msg), termLine(fix))
+		} else {
+			fmt.Fprintln(e.stderr, "note: the daemon is not running; each agent was checked just now")
+		}
 		agents, err = probeAll(ctx, paths.Sources())
 	}
 	if err != nil {

@@ -14,6 +14,8 @@ import (
 	"github.com/collie-linux/collie/internal/ask"
 	"github.com/collie-linux/collie/internal/cli"
 	"github.com/collie-linux/collie/internal/config"
+	"github.com/collie-linux/collie/internal/control"
+	"github.com/collie-linux/collie/internal/doctor"
 	"github.com/collie-linux/collie/internal/hint"
 	"github.com/collie-linux/collie/internal/systemd/journald"
 )
@@ -71,11 +73,30 @@ func (e *env) paths() (config.Paths, error) { return config.FromEnv(e.getenv) }
 func run(args []string, stdout, stderr io.Writer) int {
 	e := &env{stdout: stdout, stderr: stderr, getenv: os.Getenv, json: cli.WantsJSON(nil, args)}
 	err := dispatch(context.Background(), e, args)
+	if errors.Is(err, control.ErrNotRunning) {
+		err = e.daemonDown(err)
+	}
 	code := exitCode(err)
 	if err != nil && !said(err) {
 		report(e, err, code)
 	}
 	return code
+}
+
+// daemonDown is err, the daemon not running, with why it stopped and what
+// to do when it stopped on an error (doctor.DaemonDown): every command
+// that needs the daemon says the real reason, such as a typo in
+// config.toml, instead of "start it".
+func (e *env) daemonDown(err error) error {
+	paths, perr := e.paths()
+	if perr != nil {
+		return err
+	}
+	msg, fix, failed := doctor.DaemonDown(paths)
+	if !failed {
+		return err
+	}
+	return hint.New(msg, fix)
 }
 
 // report says err once, as the user reads it: age's "collie: error:"

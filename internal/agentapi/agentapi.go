@@ -1,5 +1,5 @@
 // Package agentapi is the bridge's service for agents on an agent
-// platform (issue 14, R1, R5, R8, R11): the Raft app surface (the
+// platform (R1, R5, R8, R11): the Raft app surface (the
 // manifest, the agent-login action, migration-help), the token endpoints
 // (exchange, refresh, revoke) and the agent API (whoami, ask), served
 // beside the device API on its listener (agentwire.Routes). Grants and
@@ -18,11 +18,12 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/collie-linux/collie/internal/agentauth"
 	"github.com/collie-linux/collie/internal/agentwire"
+	"github.com/collie-linux/collie/internal/bearer"
 	"github.com/collie-linux/collie/internal/jsonstrict"
 	"github.com/collie-linux/collie/internal/wire"
 )
@@ -50,8 +51,14 @@ type Options struct {
 
 // API serves the routes of agentwire.Routes.
 type API struct {
-	o   Options
-	mux *http.ServeMux
+	o      Options
+	routes map[string]route // by path
+}
+
+// route is one path of the surface: its method and handler.
+type route struct {
+	method string
+	h      http.HandlerFunc
 }
 
 // maxBody caps a token endpoint's or the action's request body.
@@ -62,7 +69,7 @@ func New(o Options) *API {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	a := &API{o: o, mux: http.NewServeMux()}
+	a := &API{o: o, routes: map[string]route{}}
 	handlers := map[string]http.HandlerFunc{
 		agentwire.ManifestPath:      a.manifest,
 		agentwire.MigrationHelpPath: a.migrationHelp,
@@ -79,26 +86,44 @@ func New(o Options) *API {
 		if !ok {
 			panic("agentapi: no handler for " + r.Path)
 		}
-		a.mux.Handle(r.Method+" "+r.Path, h)
+		a.routes[r.Path] = route{r.Method, h}
 	}
 	return a
 }
 
+// ServeHTTP serves the surface's routes; any other path or method is
+// refused in the surface's one error shape, never by a plain-text page.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	a.mux.ServeHTTP(w, r)
+	rt, ok := a.routes[r.URL.Path]
+	switch {
+	case !ok:
+		fail(w, http.StatusNotFound, agentwire.CodeNotFound, "the agent surface has no route "+clip(r.URL.Path)+"; see "+agentwire.MigrationHelpPath)
+	case r.Method == rt.method || r.Method == http.MethodHead && rt.method == http.MethodGet:
+		rt.h(w, r)
+	default:
+		w.Header().Set("Allow", rt.method)
+		fail(w, http.StatusMethodNotAllowed, agentwire.CodeMethodNotAllowed, r.URL.Path+" answers "+rt.method+" only")
+	}
 }
 
-// fail answers a refusal from the closed set. A 401 says so to a bearer
-// client (RFC 6750).
+// clip keeps a path a caller sent short in a reply.
+func clip(p string) string {
+	if len(p) > 64 {
+		return p[:64] + "..."
+	}
+	return p
+}
+
+// fail answers a refusal in the surface's one shape (agentwire.ErrorBody,
+// docs/agent-login.md). A 401 says so to a bearer client (RFC 6750).
 func fail(w http.ResponseWriter, status int, code, msg string) {
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 	}
-	writeJSON(w, status, struct {
-		Error   string `json:"error"`
-		Message string `json:"message"`
-	}{code, msg})
+	var e agentwire.ErrorBody
+	e.Error.Code, e.Error.Message = code, msg
+	writeJSON(w, status, e)
 }
 
 func failWith(w http.ResponseWriter, err error) {
@@ -170,7 +195,9 @@ func replySession(w http.ResponseWriter, t agentauth.Tokens) {
 // challenge (R5).
 func (a *API) loginAction(w http.ResponseWriter, r *http.Request) {
 	if a.o.Platform == nil {
-		fail(w, http.StatusServiceUnavailable, agentwire.CodeTemporarilyUnavailable, "agent login is off on this bridge: "+a.o.PlatformOff)
+		msg := "agent login is off on this bridge: " + a.o.PlatformOff
+		a.o.Log.Warn("agent-login action refused: " + msg)
+		fail(w, http.StatusServiceUnavailable, agentwire.CodeTemporarilyUnavailable, msg)
 		return
 	}
 	c, err := a.o.Platform.Verify(r.Header.Get(AssertionHeader))
@@ -201,6 +228,7 @@ func (a *API) loginAction(w http.ResponseWriter, r *http.Request) {
 	id := agentauth.Identity{Agent: c.Sub, Server: c.Iss, App: c.App}
 	grant, exp, err := a.o.Store.Grant(id, req.CodeChallenge)
 	if err != nil {
+		a.o.Log.Warn("agent-login action refused", "agent", id.Agent, "server", id.Server, "reason", err.Error())
 		failWith(w, err)
 		return
 	}
@@ -257,21 +285,23 @@ func (a *API) revoke(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req, &req.Schema, agentwire.SchemaRevoke) {
 		return
 	}
-	if _, err := a.o.Store.Revoke(req.RefreshToken, bearer(r)); err != nil {
+	if _, err := a.o.Store.Revoke(req.RefreshToken, bearerToken(r)); err != nil {
 		failWith(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func bearer(r *http.Request) string {
-	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+// bearerToken is the request's bearer token (bearer.Token, the one parser
+// of Authorization), "" when it carries none: a bare token is none.
+func bearerToken(r *http.Request) string {
+	tok, _ := bearer.Token(r.Header)
 	return tok
 }
 
 // authed is the session of the request's access token, or a 401.
 func (a *API) authed(w http.ResponseWriter, r *http.Request) (agentauth.Session, bool) {
-	s, err := a.o.Store.Authenticate(bearer(r))
+	s, err := a.o.Store.Authenticate(bearerToken(r))
 	if err != nil {
 		var e *agentauth.Error
 		code, msg := agentwire.CodeInvalid, "the access token is not valid; collie refreshes it, or run collie login --url BASE again"
@@ -324,13 +354,17 @@ func (a *API) onBoard(w http.ResponseWriter, r *http.Request, method, path strin
 	if !ok {
 		return
 	}
-	name, h, err := a.o.Boards.Board(r.Context(), s.Identity)
+	// Everything the session authorised ends the moment it is revoked:
+	// an ask already waiting for the human gets no answer after that.
+	ctx, stop := a.o.Store.Watch(r.Context(), s.Chain)
+	defer stop()
+	name, h, err := a.o.Boards.Board(ctx, s.Identity)
 	if err != nil {
 		a.o.Log.Warn("agent session's board unavailable", "agent", s.Identity.Agent, "err", err)
 		fail(w, http.StatusServiceUnavailable, agentwire.CodeTemporarilyUnavailable, "the bridge cannot reach this agent's questions now; try again")
 		return
 	}
-	in, err := http.NewRequestWithContext(r.Context(), method, "http://hosted"+path, body)
+	in, err := http.NewRequestWithContext(ctx, method, "http://hosted"+path, body)
 	if err != nil {
 		failWith(w, err)
 		return
@@ -345,7 +379,62 @@ func (a *API) onBoard(w http.ResponseWriter, r *http.Request, method, path strin
 	in.Header.Set(wire.VersionHeader, strconv.Itoa(wire.Version))
 	in.RequestURI = path
 	a.o.Log.Debug("agent session on its board", "agent", s.Identity.Agent, "board", name, "route", path)
-	h.ServeHTTP(w, in)
+	cw := &cutWriter{ResponseWriter: w, ctx: ctx}
+	h.ServeHTTP(cw, in)
+	if cw.revoked() {
+		a.o.Log.Info("cut an agent session's request: the session was revoked", "agent", s.Identity.Agent, "chain", s.Chain, "route", path)
+		fail(w, http.StatusUnauthorized, agentwire.CodeInvalid, "the agent session was revoked while the request waited; run collie login --url BASE again")
+	}
+}
+
+// cutWriter passes the board's reply through until the session is
+// revoked (its context ends with agentauth.ErrRevoked); from then on it
+// drops what the board writes, so an answer given after the revocation
+// never reaches the revoked session, and onBoard answers 401 instead.
+type cutWriter struct {
+	http.ResponseWriter
+	ctx context.Context
+
+	mu    sync.Mutex
+	wrote bool // the board's reply started before any revocation
+	cut   bool // a revocation came first: nothing of the board's is sent
+}
+
+// pass reports whether the board may write now, and records that it did.
+func (c *cutWriter) pass() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.wrote && !c.cut && errors.Is(context.Cause(c.ctx), agentauth.ErrRevoked) {
+		c.cut = true
+	}
+	c.wrote = c.wrote || !c.cut
+	return !c.cut
+}
+
+func (c *cutWriter) WriteHeader(status int) {
+	if c.pass() {
+		c.ResponseWriter.WriteHeader(status)
+	}
+}
+
+func (c *cutWriter) Write(b []byte) (int, error) {
+	if !c.pass() {
+		return 0, agentauth.ErrRevoked
+	}
+	return c.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (the board
+// sets its write deadline for a long wait).
+func (c *cutWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// revoked reports, once the board returned, whether the session was
+// revoked before its reply started: the caller then answers 401.
+func (c *cutWriter) revoked() bool {
+	c.pass()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cut
 }
 
 // manifest is the Raft app surface's description (R11).

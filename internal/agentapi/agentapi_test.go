@@ -14,6 +14,7 @@ import (
 
 	"github.com/collie-linux/collie/internal/agentauth"
 	"github.com/collie-linux/collie/internal/agentwire"
+	"github.com/collie-linux/collie/internal/jsonstrict"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -134,7 +135,7 @@ func TestLoginFlow_R5_R8(t *testing.T) {
 	}
 	// The grant was used once.
 	status, _, out = r.do("POST", agentwire.ExchangePath, `{"schema":"raft-cli-agent-login-exchange.v1","grant":"`+grant+`","code_verifier":"`+verifier+`"}`, nil)
-	if status == 200 || !strings.Contains(out, `"error":"consumed"`) {
+	if status == 200 || refusalCode(t, out) != agentwire.CodeConsumed {
 		t.Fatalf("a second exchange: %d %s", status, out)
 	}
 	// Refresh rotates both tokens; the old access token stops working.
@@ -189,9 +190,8 @@ func TestActionRefusals_R5(t *testing.T) {
 				hdr[AssertionHeader] = tt.assertion
 			}
 			status, _, out := r.do("POST", agentwire.LoginActionPath, tt.body, hdr)
-			var e map[string]string
-			json.Unmarshal([]byte(out), &e)
-			if status != tt.status || e["error"] != tt.code || !agentwire.KnownCode(e["error"]) {
+			code := refusalCode(t, out)
+			if status != tt.status || code != tt.code || !agentwire.KnownCode(code) {
 				t.Fatalf("%d %s, want %d %s", status, out, tt.status, tt.code)
 			}
 		})
@@ -226,9 +226,7 @@ func TestExchangeRefusals_R13(t *testing.T) {
 	json.Unmarshal([]byte(out), &g)
 	exchange := func(grant, v string) (int, string) {
 		status, _, out := r.do("POST", agentwire.ExchangePath, `{"schema":"raft-cli-agent-login-exchange.v1","grant":"`+grant+`","code_verifier":"`+v+`"}`, nil)
-		var e map[string]string
-		json.Unmarshal([]byte(out), &e)
-		return status, e["error"]
+		return status, refusalCode(t, out)
 	}
 	if status, code := exchange(g["grant"], strings.Repeat("x", 43)); status != 400 || code != agentwire.CodeGrantProofMismatch {
 		t.Fatalf("a thief's verifier: %d %s", status, code)
@@ -275,4 +273,15 @@ func TestManifest_R11(t *testing.T) {
 	if status != 200 || !strings.Contains(out, "collie login --url https://bridge.example") || !strings.Contains(out, `"deprecated_actions":[]`) {
 		t.Fatalf("migration-help: %d %s", status, out)
 	}
+}
+
+// refusalCode is the code of a refusal, which must be in the agent
+// surface's one shape (agentwire.ErrorBody, closed) with a message.
+func refusalCode(t *testing.T, out string) string {
+	t.Helper()
+	var e agentwire.ErrorBody
+	if err := jsonstrict.Unmarshal([]byte(out), &e); err != nil || e.Error.Code == "" || e.Error.Message == "" {
+		t.Fatalf("not a refusal in the agent surface's shape (%v): %s", err, out)
+	}
+	return e.Error.Code
 }

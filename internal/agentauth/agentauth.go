@@ -24,6 +24,20 @@ type Identity struct {
 	App    string `json:"app"`    // the platform's installation id of the collie app (same rule)
 }
 
+// AgentKey is one agent: its id on its platform server, exactly as the
+// platform signed them (case and every byte kept). What there is one of
+// per agent is keyed by it: its live session (a new login replaces the
+// old), its board, its share of the pending grants. The app installation
+// is left out: an agent whose collie app was installed again is the same
+// agent.
+type AgentKey struct {
+	Server string
+	Agent  string
+}
+
+// Key is id's agent.
+func (id Identity) Key() AgentKey { return AgentKey{Server: id.Server, Agent: id.Agent} }
+
 // Options configure Open.
 type Options struct {
 	Path string           // the store's file, e.g. $XDG_STATE_HOME/collie/agent-sessions.json (0600; its folder exists, 0700)
@@ -107,7 +121,8 @@ const (
 // Limits (see the package doc).
 const (
 	maxPendingGrants   = 1000
-	maxLiveChains      = 8
+	maxPendingPerAgent = 16
+	maxLiveChains      = 1 // per agent: a new login replaces the one before
 	maxRotated         = 64
 	maxProofMismatches = 5
 	keepEnded          = 7 * 24 * time.Hour
@@ -122,8 +137,9 @@ type Store struct {
 	log   *slog.Logger
 	write func(path string, data []byte) error // atomicfile.Write; tests make it fail
 
-	mu sync.Mutex
-	st *state
+	mu      sync.Mutex
+	st      *state
+	watches map[*watch]struct{} // Watch and WatchAgent, ended by notify
 }
 
 // Open loads the store at o.Path, or starts an empty one when no file is
@@ -208,6 +224,7 @@ func (s *Store) save(next *state, now time.Time, keep bool) error {
 	if err == nil || keep {
 		next.reindex()
 		s.st = next
+		s.notify()
 	}
 	if err != nil {
 		s.log.LogAttrs(context.Background(), slog.LevelError, "could not write the agent session store",

@@ -43,10 +43,13 @@
 // verifiers burn it. An access token lives agentwire.AccessTTL (15 min) and
 // a refresh token agentwire.RefreshTTL (30 days) from the moment each is
 // minted; a refresh mints both anew and retires the old pair at once. So
-// that the file cannot grow without bound: at most 1,000 pending grants (a
-// further Grant is refused, temporarily_unavailable); expired grants,
-// consumed ones included, are dropped at every write; at most 8 live
-// chains per identity (a 9th login revokes the oldest, "a newer login");
+// that the file cannot grow without bound: at most 16 pending grants per
+// agent (AgentKey) and 1,000 in all (a further Grant is refused,
+// temporarily_unavailable), so one agent's flood leaves room for the
+// others; expired grants,
+// consumed ones included, are dropped at every write; one live chain
+// per agent (AgentKey): a new login revokes the one before, "a newer
+// login", so the agent's older sessions never stay live beside it;
 // a chain is dropped 7 days after it ended (revoked or expired); a chain
 // keeps the digests of its last 64 rotated-away refresh tokens.
 //

@@ -3,6 +3,7 @@ package agentauth
 import (
 	"cmp"
 	"crypto/subtle"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -23,7 +24,14 @@ func (s *Store) Grant(id Identity, challenge string) (grant string, expires time
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now().UTC()
-	if s.st.pending(now) >= maxPendingGrants {
+	// One agent's flood of logins never locks the others out: it runs
+	// into its own limit long before the bridge's.
+	all, its := s.st.pending(now, id.Key())
+	if its >= maxPendingPerAgent {
+		s.log.Warn("refused a grant: this agent has too many logins waiting to be completed", "pending", its, "agent", id.Agent, "server", id.Server)
+		return "", time.Time{}, refuse(agentwire.CodeTemporarilyUnavailable, fmt.Sprintf("This agent has %d logins waiting to be completed on this bridge; a login's grant expires 5 minutes after it was issued, so try again then.", its))
+	}
+	if all >= maxPendingGrants {
 		s.log.Warn("refused a grant: too many pending grants", "pending", maxPendingGrants, "agent", id.Agent)
 		return "", time.Time{}, refuse(agentwire.CodeTemporarilyUnavailable, "Too many logins are waiting to be completed on this bridge; try again in a few minutes.")
 	}
@@ -118,12 +126,13 @@ func mint(st *state, id Identity, now time.Time) (*chainRec, Tokens) {
 	return c, Tokens{Access: access, AccessExpires: c.AccessExpires, Refresh: refresh, RefreshExpires: c.RefreshExpires}
 }
 
-// limitChains revokes the oldest live chains of c's identity beyond the
-// limit, never c itself, and returns their ids.
+// limitChains revokes the oldest live chains of c's agent (AgentKey)
+// beyond the limit, never c itself, and returns their ids: with the limit
+// of one, a new login replaces the agent's session before it.
 func (st *state) limitChains(c *chainRec, now time.Time) []string {
 	var others []*chainRec
 	for _, o := range st.chains {
-		if o != c && o.Identity == c.Identity && o.live(now) {
+		if o != c && o.Identity.Key() == c.Identity.Key() && o.live(now) {
 			others = append(others, o)
 		}
 	}

@@ -1,6 +1,7 @@
 package agentauth
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -225,7 +226,8 @@ func TestPendingGrantLimit_R5(t *testing.T) {
 	ch := agentwire.Challenge("x")
 	for i := range maxPendingGrants - 1 {
 		d := digestOf(string(rune(i)) + "pending")
-		f.s.st.grants[d] = &grantRec{Digest: d, Identity: alice, Challenge: ch, Issued: epoch, Expires: epoch.Add(agentwire.GrantTTL)}
+		other := Identity{Agent: fmt.Sprintf("agent-%d", i/maxPendingPerAgent), Server: "srv.1", App: "inst_42"}
+		f.s.st.grants[d] = &grantRec{Digest: d, Identity: other, Challenge: ch, Issued: epoch, Expires: epoch.Add(agentwire.GrantTTL)}
 	}
 	g, v := f.grant(alice) // the 1,000th
 	_, _, err := f.s.Grant(alice, ch)
@@ -315,5 +317,42 @@ func TestNoCredentialInLogsOrErrors_R6(t *testing.T) {
 		if strings.Contains(all, s) || strings.Contains(all, s[9:]) {
 			t.Fatalf("a credential is in a log line or an error:\n%s", all)
 		}
+	}
+}
+
+// TestOneAgentsGrantFloodLeavesRoom_R5: one agent's flood of agent-login
+// actions (a thousand grants asked for within their lifetime) runs into
+// its own limit of pending grants, and every other agent still logs in;
+// once its grants expire, the flooding agent logs in again too.
+func TestOneAgentsGrantFloodLeavesRoom_R5(t *testing.T) {
+	f := newFixture(t)
+	ch := agentwire.Challenge(strings.Repeat("v", 43))
+	issued, refused := 0, 0
+	for range maxPendingGrants {
+		if _, _, err := f.s.Grant(alice, ch); err != nil {
+			wantCode(t, err, agentwire.CodeTemporarilyUnavailable)
+			refused++
+			continue
+		}
+		issued++
+	}
+	if issued != maxPendingPerAgent || refused != maxPendingGrants-maxPendingPerAgent {
+		t.Fatalf("one agent got %d grants (%d refused), want %d", issued, refused, maxPendingPerAgent)
+	}
+	if !strings.Contains(f.logs.String(), "this agent has too many logins waiting") {
+		t.Fatalf("the refusal is not in the log:\n%s", f.logs)
+	}
+	// Another agent of the same server, and the same agent id on another
+	// server, log in at once.
+	for _, other := range []Identity{bob, {Agent: alice.Agent, Server: "srv.2", App: alice.App}} {
+		g, v := f.grant(other)
+		if _, err := f.s.Exchange(g, v); err != nil {
+			t.Fatalf("%v: %v", other, err)
+		}
+	}
+	f.clock.Add(agentwire.GrantTTL)
+	g, v := f.grant(alice)
+	if _, err := f.s.Exchange(g, v); err != nil {
+		t.Fatal(err)
 	}
 }

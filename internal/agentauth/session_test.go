@@ -250,7 +250,7 @@ func TestRevokeWriteFailure_R8(t *testing.T) {
 func TestRevokeAgent_R13(t *testing.T) {
 	f := newFixture(t)
 	a1 := f.login(alice)
-	a2 := f.login(alice)
+	a2 := f.login(Identity{Agent: alice.Agent, Server: "srv.2", App: alice.App}) // the same id on another server
 	b := f.login(bob)
 	sb, _ := f.s.Authenticate(b.Access)
 	n, err := f.s.RevokeAgent(sb.Chain)
@@ -283,41 +283,56 @@ func TestRevokeAgent_R13(t *testing.T) {
 	}
 }
 
-// TestChainLimit_R5: at most 8 live chains per identity: a 9th login
-// revokes the oldest as "a newer login"; other identities are untouched.
-func TestChainLimit_R5(t *testing.T) {
+// TestNewLoginReplacesOld_R5: an agent has one live session: each login
+// revokes the agent's sessions before it as "a newer login" at once (three
+// logins leave one live), also when its app was installed again; other
+// agents, and the same agent id on another server, are untouched.
+func TestNewLoginReplacesOld_R5(t *testing.T) {
 	f := newFixture(t)
 	var toks []Tokens
 	bobTok := f.login(bob)
-	for range 9 {
+	for range 3 {
 		toks = append(toks, f.login(alice))
 		f.clock.Add(time.Second)
 	}
-	_, err := f.s.Authenticate(toks[0].Access)
-	wantCode(t, err, agentwire.CodeInvalid)
-	for _, tok := range append(toks[1:], bobTok) {
+	for _, tok := range toks[:2] {
+		_, err := f.s.Authenticate(tok.Access)
+		wantCode(t, err, agentwire.CodeInvalid)
+		_, err = f.s.Refresh(tok.Refresh)
+		wantCode(t, err, agentwire.CodeInvalid)
+	}
+	for _, tok := range []Tokens{toks[2], bobTok} {
 		_, err := f.s.Authenticate(tok.Access)
 		wantCode(t, err, "")
 	}
 	list := f.s.List()
-	first := f.s.st.tokens[digestOf(toks[0].Access)]
+	live := map[string]int{}
 	for _, c := range list {
-		if (c.RevokedWhy == WhyNewerLogin) != (c.ID == first.chain) {
-			t.Fatalf("chain %+v: only the oldest of alice's should be revoked, as a newer login", c)
+		if c.Revoked.IsZero() {
+			live[c.Identity.Agent]++
+		} else if c.RevokedWhy != WhyNewerLogin || c.Identity != alice {
+			t.Fatalf("chain %+v: only alice's older logins should be revoked, as a newer login", c)
 		}
 	}
-	if len(list) != 10 {
-		t.Fatalf("%d chains, want 10", len(list))
+	if len(list) != 4 || live[alice.Agent] != 1 || live[bob.Agent] != 1 {
+		t.Fatalf("%d chains, live %v; want 4 chains, one live each", len(list), live)
 	}
 	for i := 1; i < len(list); i++ {
 		if list[i].Created.After(list[i-1].Created) {
 			t.Fatal("List is not newest first")
 		}
 	}
-	// Same agent on another server is another identity.
+	if !strings.Contains(f.logs.String(), "revoked an agent session for a newer login") {
+		t.Fatalf("no log line for the replaced sessions:\n%s", f.logs)
+	}
+	// The same agent id on another server is another agent.
 	f.login(Identity{Agent: alice.Agent, Server: "srv.2", App: alice.App})
-	_, err = f.s.Authenticate(toks[1].Access)
+	_, err := f.s.Authenticate(toks[2].Access)
 	wantCode(t, err, "")
+	// The app installed again: the same agent, so the login replaces it.
+	f.login(Identity{Agent: alice.Agent, Server: alice.Server, App: "inst_43"})
+	_, err = f.s.Authenticate(toks[2].Access)
+	wantCode(t, err, agentwire.CodeInvalid)
 }
 
 // TestPrune_R5_R8: ended chains are dropped 7 days after they ended, at a

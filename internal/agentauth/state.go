@@ -142,15 +142,18 @@ func (st *state) prune(now time.Time) {
 	}
 }
 
-// pending counts grants that can still be exchanged.
-func (st *state) pending(now time.Time) int {
-	n := 0
+// pending counts grants that can still be exchanged: all of them, and
+// those of agent.
+func (st *state) pending(now time.Time, agent AgentKey) (all, its int) {
 	for _, g := range st.grants {
 		if g.Consumed.IsZero() && now.Before(g.Expires) {
-			n++
+			all++
+			if g.Identity.Key() == agent {
+				its++
+			}
 		}
 	}
-	return n
+	return all, its
 }
 
 // sortedChains is every chain, newest first (ties by id).

@@ -46,12 +46,12 @@ func TestName(t *testing.T) {
 func TestBoardAskAndAnswer_D6(t *testing.T) {
 	var mu sync.Mutex
 	attached := map[string]upstream.Waiter{}
-	h := New(nil, func(name string, c upstream.Waiter) error {
+	h := New(Options{Attach: func(name string, c upstream.Waiter) error {
 		mu.Lock()
 		defer mu.Unlock()
 		attached[name] = c
 		return nil
-	})
+	}})
 	defer h.Close()
 	ctx := context.Background()
 	id := agentauth.Identity{Agent: "agent-7\u202e", Server: "srv", App: "app"}

@@ -19,7 +19,11 @@
 //
 // Grants, verifiers and tokens are credentials (R6): no error, log line or
 // output of this package carries one, nor the raft wrapper's output, nor
-// an error body of the bridge beyond its code from the closed set.
+// an error body of a token endpoint beyond its code from the closed set.
+// The one sentence of the bridge's it shows is its refusal of the
+// agent-login action, as the wrapper passes it on (ActionRefusal): cleaned
+// as untrusted text, and left out when it holds anything shaped like a
+// token.
 //
 // The reference implementation is Hands (github.com/botiverse/hands,
 // packages/cli/src/lib/agent_auth.ts and agent_refresh.ts); where it and
@@ -207,6 +211,11 @@ func RaftArgs(service, challenge string) []string {
 // if any, is neither read nor refreshed, and is replaced only by a session
 // the bridge issued and this package accepted.
 func (c *Client) Login(ctx context.Context, base string) (agentsession.Record, error) {
+	// Checked here as well as by the command line: a grant is single use,
+	// and the exchange would refuse such a base anyway (k2Transport).
+	if _, err := CheckBase(base); err != nil {
+		return agentsession.Record{}, err
+	}
 	// The store's folder first: a grant is single use, and spending one on
 	// a session that cannot be stored would waste it.
 	if _, err := agentsession.Dir(c.Env, c.Service); err != nil {
@@ -246,8 +255,8 @@ func (c *Client) invokeAgentLogin(ctx context.Context, challenge string) (string
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.Env.RaftBin, RaftArgs(c.Service, challenge)...)
 	cmd.Env = c.Environ
-	out := &cappedBuffer{max: maxRaftOutput}
-	cmd.Stdout = out
+	out, errOut := &cappedBuffer{max: maxRaftOutput}, &cappedBuffer{max: maxRaftOutput}
+	cmd.Stdout, cmd.Stderr = out, errOut
 	err := cmd.Run()
 	var ee *exec.ExitError
 	switch {
@@ -255,6 +264,11 @@ func (c *Client) invokeAgentLogin(ctx context.Context, challenge string) (string
 		return "", hint.Errorf("check that the agent platform's daemon is running, then try again",
 			"the platform's raft wrapper did not answer the agent-login action within %s", raftDeadline)
 	case errors.As(err, &ee):
+		// The bridge's own reason, when the wrapper passed it on; never
+		// anything else the wrapper wrote.
+		if r := wrapperFailure(errOut.Bytes(), out.Bytes()); r != nil {
+			return "", actionRefusedError(r)
+		}
 		return "", hint.Errorf("check that the collie app is installed for this agent on the platform, then try again",
 			"the platform's raft wrapper refused the agent-login action (exit status %d)", ee.ExitCode())
 	case err != nil:

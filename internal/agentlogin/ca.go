@@ -87,9 +87,13 @@ func (c *Client) keepCA(pem []byte) error {
 // when set (tests), else the default one with a 16 KiB cap on a reply's
 // headers, trusting the stored certificate (or c.CA during login) besides
 // the system's roots.
+//
+// Every request that carries a credential (the token endpoints' bodies, the
+// agent API's bearer token) leaves through it, so it is wrapped in
+// k2Transport: nothing is sent to an address login would not have taken.
 func (c *Client) transport() (http.RoundTripper, error) {
 	if c.HTTP != nil && c.HTTP.Transport != nil {
-		return c.HTTP.Transport, nil
+		return k2Transport{c.HTTP.Transport}, nil
 	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxResponseHeaderBytes = 16 << 10
@@ -108,5 +112,5 @@ func (c *Client) transport() (http.RoundTripper, error) {
 		roots.AppendCertsFromPEM(pem)
 		t.TLSClientConfig.RootCAs = roots
 	}
-	return t, nil
+	return k2Transport{t}, nil
 }

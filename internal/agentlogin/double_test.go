@@ -21,7 +21,7 @@ import (
 )
 
 // bridge is a test double of the bridge's token endpoints and agent API,
-// as the contract between the two halves of issue 14 describes them
+// as the contract between the two halves of agent login describes them
 // (docs/agent-login.md): exchange checks the verifier against the
 // challenge the raft double recorded, refresh rotates both tokens and a
 // reused refresh token revokes the chain, the agent API answers 401 to an
@@ -143,7 +143,7 @@ func (b *bridge) fail(w http.ResponseWriter, status int, code string) {
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 	}
 	w.WriteHeader(status)
-	fmt.Fprintf(w, `{"error":%q,"message":"refused %s"}`, code, strings.Repeat("x", 3))
+	fmt.Fprintf(w, `{"error":{"code":%q,"message":"refused %s"}}`, code, strings.Repeat("x", 3))
 }
 
 func (b *bridge) serve(w http.ResponseWriter, r *http.Request) {
@@ -274,6 +274,7 @@ func agentEnv(t *testing.T) (agentsession.Env, string) {
 dir=$(dirname "$0")
 printf '%s\n' "$@" > "$dir/args"
 echo "raft: STDERR-SECRET-GRANT" >&2
+if [ -f "$dir/stderr.txt" ]; then cat "$dir/stderr.txt" >&2; fi
 cat "$dir/envelope.json" 2>/dev/null
 if [ -f "$dir/exit" ]; then exit "$(cat "$dir/exit")"; fi
 exit 0

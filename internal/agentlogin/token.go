@@ -102,15 +102,14 @@ func netError(ctx context.Context, err error) error {
 	return hint.Wrap(fmt.Errorf("cannot reach the bridge: %w", err), "check that the bridge runs and that its address is the one given to collie login --url")
 }
 
-// refused is the RefusedError of a non-200 reply.
+// refused is the RefusedError of a non-200 reply: the code of the agent
+// surface's one refusal shape (agentwire.ErrorBody), when it is in the
+// closed set.
 func refused(what string, status int, reply []byte) *RefusedError {
-	var e struct {
-		Error   string `json:"error"`
-		Message string `json:"message"`
-	}
+	var e agentwire.ErrorBody
 	re := &RefusedError{What: what, Status: status}
-	if jsonstrict.Unmarshal(reply, &e, jsonstrict.Open) == nil && agentwire.KnownCode(e.Error) {
-		re.Code = e.Error
+	if jsonstrict.Unmarshal(reply, &e, jsonstrict.Open) == nil && agentwire.KnownCode(e.Error.Code) {
+		re.Code = e.Error.Code
 	}
 	return re
 }

@@ -2,6 +2,7 @@ package agentlogin
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -30,6 +31,9 @@ func (t *Transport) base() (http.RoundTripper, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.Base != nil {
+		if _, ok := t.Base.(k2Transport); !ok {
+			t.Base = k2Transport{t.Base}
+		}
 		return t.Base, nil
 	}
 	rt, err := t.Client.transport()
@@ -95,4 +99,23 @@ func (c *Client) HTTPClient() *http.Client {
 		Transport:     &Transport{Client: c},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+}
+
+// k2Transport is the last step of every request collie sends a bridge in
+// an agent environment: login's exchange, refresh, logout's revocation and
+// the agent API. It refuses, before a byte is sent, a request whose
+// address is not a bridge URL CheckBase accepts (K2: https://, or
+// http:// to 127.0.0.1 or localhost), whatever the stored session's
+// api_base says: a session file written by hand or by another tool never
+// sends its tokens elsewhere.
+type k2Transport struct{ next http.RoundTripper }
+
+func (t k2Transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if _, err := CheckBase(r.URL.Scheme + "://" + r.URL.Host); err != nil {
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return nil, loginAgain("", fmt.Errorf("collie sends the agent session's credentials to no such address: %w", err))
+	}
+	return t.next.RoundTrip(r)
 }

@@ -57,6 +57,31 @@ const (
 	CodeTemporarilyUnavailable = "temporarily_unavailable"
 )
 
+// Codes of the agent surface's own answers to a path or a method it does
+// not serve (the device API's listener uses the same words).
+const (
+	CodeNotFound         = "not-found"
+	CodeMethodNotAllowed = "method-not-allowed"
+)
+
+// ErrorBody is the one shape of every refusal on the agent surface, from
+// the service, from the listener in front of it (the Host check, the
+// cross-site refusal, the rate limit) and from an agent's board (its ask
+// route), as docs/agent-login.md lists them:
+//
+//	{"error":{"code":CODE,"message":SENTENCE}}
+//
+// with "hint" beside "message" where the listener has a fix to give apart
+// from it. It is the device API's and the durable agent protocol's error
+// shape, so one client reads them all.
+type ErrorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Hint    string `json:"hint,omitempty"`
+	} `json:"error"`
+}
+
 // codes is the closed set, for checking a code read from the wire.
 var codes = map[string]bool{CodeInvalid: true, CodeExpired: true, CodeConsumed: true,
 	CodeBindingMismatch: true, CodeGrantProofMismatch: true, CodeTemporarilyUnavailable: true}
@@ -135,8 +160,28 @@ type Route struct {
 	Method, Path, Auth string
 }
 
+// Patterns are the http.ServeMux patterns the device API's router sends
+// to the service: every route of Routes, a GET of every POST route (the
+// service answers it method-not-allowed, where the web app would answer a
+// page), and every other path below the surface's two prefixes (the
+// service answers not-found), so that what reaches the agent surface is
+// answered in its one error shape (ErrorBody).
+func Patterns() []string {
+	var ps []string
+	for _, r := range Routes() {
+		ps = append(ps, r.Method+" "+r.Path)
+		if r.Method == "POST" {
+			ps = append(ps, "GET "+r.Path)
+		}
+	}
+	for _, prefix := range []string{AgentAPIPrefix + "/", "/api/auth/agent/"} {
+		ps = append(ps, "GET "+prefix, "POST "+prefix)
+	}
+	return ps
+}
+
 // Routes lists the agent surface: the device API's router registers
-// these and nothing else for it, and the service serves each.
+// these (Patterns) and nothing else for it, and the service serves each.
 func Routes() []Route {
 	return []Route{
 		{"GET", ManifestPath, AuthNone},

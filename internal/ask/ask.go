@@ -57,7 +57,7 @@ Kinds (exactly one):
 Options:
   --title TEXT              the question (or give it as the last argument)
   --rationale TEXT          why it is asked (up to 2048 bytes)
-  --tool-call KEY           asking again with the same KEY returns the first decision (D9)
+  --tool-call KEY           asking again with the same KEY returns the first decision (one push per tool call)
   --tool NAME               the tool the question gates, for "always allow"
   --command CMD             the tool's command, for "always allow"
   --timeout DURATION        deny by default after DURATION (such as 30s, 10m); default: wait

@@ -44,7 +44,7 @@ func (b *Bridge) agentService() http.Handler {
 		}
 		o.Platform = agentapi.NewPlatform(key, nil)
 	}
-	b.host = agenthost.New(b.o.Log, b.attachHosted)
+	b.host = agenthost.New(agenthost.Options{Log: b.o.Log, Attach: b.attachHosted, Detach: b.detachHosted, Live: store.WatchAgent})
 	b.sessions = store
 	o.Boards = b.host
 	return agentapi.New(o)
@@ -70,6 +70,17 @@ func (b *Bridge) attachHosted(name string, client upstream.Waiter) error {
 	return nil
 }
 
+// detachHosted stops showing the board called name: its agent has no
+// live session left (agenthost releases it).
+func (b *Bridge) detachHosted(name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if a, ok := b.agents[name]; ok && a.hosted {
+		b.detach(a)
+		delete(b.agents, name)
+	}
+}
+
 // AgentSessions implements control.AgentsBackend.
 func (b *Bridge) AgentSessions() ([]control.AgentSession, error) {
 	if b.sessions == nil {
@@ -78,7 +89,7 @@ func (b *Bridge) AgentSessions() ([]control.AgentSession, error) {
 	var out []control.AgentSession
 	for _, c := range b.sessions.List() {
 		out = append(out, control.AgentSession{
-			ID: c.ID, Agent: c.Identity.Agent, Server: c.Identity.Server, App: c.Identity.App, Board: agenthost.Name(c.Identity),
+			ID: c.ID, Agent: c.Identity.Agent, Server: c.Identity.Server, App: c.Identity.App, Board: b.host.Label(c.Identity),
 			Created: c.Created, Refreshed: c.Refreshed, AccessExpires: c.AccessExpires, RefreshExpires: c.RefreshExpires,
 			Revoked: c.Revoked, RevokedWhy: c.RevokedWhy,
 		})

@@ -137,6 +137,6 @@ func (b *Bridge) Revoke(id string) error {
 	if err := b.api.Revoke(id); err != nil {
 		return err
 	}
-	b.o.Log.Warn("a device was revoked", "device", id)
+	b.o.Log.Warn("a device was revoked: it can no longer read or answer", "device", id)
 	return nil
 }

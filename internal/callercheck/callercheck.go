@@ -73,7 +73,7 @@ var ErrUnsupported = errors.New("the caller check is not available")
 
 // answerElsewhere ends every refusal of a descendant: the fix is to answer
 // from the device, not to change the agent.
-const answerElsewhere = "the agent takes answers and other writes only from processes it did not start (C2); answer from a paired device"
+const answerElsewhere = "the agent takes answers and other writes only from processes it did not start; answer from a paired device"
 
 func refuse(who Caller, format string, a ...any) error {
 	return &Refused{Caller: who, Reason: fmt.Sprintf(format, a...)}

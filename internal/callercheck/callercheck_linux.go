@@ -213,7 +213,7 @@ func (c *Checker) Check(conn syscall.Conn) (Caller, error) {
 		}
 	}
 	if !pinnedAtConnect && startedAfter(st.StartTime, accepted) {
-		return who, refuse(who, "the process that has the caller's pid (%d) started after the connection was accepted, so it is not the caller: the caller exited and its pid was taken (C3); %s", who.PID, answerElsewhere)
+		return who, refuse(who, "the process that has the caller's pid (%d) started after the connection was accepted, so it is not the caller: the caller exited and its pid was taken; %s", who.PID, answerElsewhere)
 	}
 	if err := c.walk(who, st, pidfd, buf[:]); err != nil {
 		return who, err

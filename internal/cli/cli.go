@@ -41,10 +41,16 @@ func IsUsage(err error) bool {
 // flags. It returns the positional arguments. -h and --help call help
 // (which writes the usage to stdout) and return flag.ErrHelp: the command
 // returns it, and main exits 0 and prints nothing more. A bad flag is a
-// UsageError, printed once, by main.
+// UsageError, printed once, by main: an unknown one says which flag was
+// meant, a duration that does not parse says the form, and a flag that
+// keeps one value given twice is refused (the flag package would keep
+// the last silently).
 func Parse(fs *flag.FlagSet, args []string, help func()) ([]string, error) {
 	fs.SetOutput(io.Discard) // errors are printed once, by main
 	fs.Usage = func() {}
+	if err := checkRepeats(fs, args); err != nil {
+		return nil, &UsageError{Err: err}
+	}
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -52,7 +58,7 @@ func Parse(fs *flag.FlagSet, args []string, help func()) ([]string, error) {
 				help()
 				return nil, flag.ErrHelp
 			}
-			return nil, &UsageError{Err: flagError(err)}
+			return nil, &UsageError{Err: explain(fs, err)}
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {

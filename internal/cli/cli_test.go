@@ -42,7 +42,7 @@ func TestParse_L4(t *testing.T) {
 		{name: "unknown", args: []string{"--nope"}, err: "flag provided but not defined: --nope", isUsage: true},
 		{name: "unknown_single_dash", args: []string{"-nope"}, err: "flag provided but not defined: --nope", isUsage: true},
 		{name: "no_value", args: []string{"--socket"}, err: "flag needs an argument: --socket", isUsage: true},
-		{name: "bad_value", args: []string{"--timeout", "soon"}, err: `invalid value "soon" for flag --timeout: parse error`, isUsage: true},
+		{name: "bad_value", args: []string{"--timeout", "soon"}, err: `--timeout "soon" is not a duration: give a number with its unit, such as 30s, 10m or 1h30m`, isUsage: true},
 		{name: "bad_bool", args: []string{"--json=maybe"}, err: `invalid boolean value "maybe" for --json: parse error`, isUsage: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

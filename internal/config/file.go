@@ -29,27 +29,27 @@ type Agents struct {
 	// signs the assertion proving which agent calls the agent-login
 	// action; "" leaves agent login off (sessions already made still
 	// work until they expire or are revoked).
-	PlatformKeyFile string `toml:"platform_key_file"`
+	PlatformKeyFile string `toml:"platform_key_file" example:"\"/etc/collie/platform-key.pem\""`
 }
 
 // Devices is [devices]: where paired phones and browsers reach the bridge.
 type Devices struct {
 	// Listen is host:port; nil means DefaultDeviceListen, and "" turns the
 	// device API off.
-	Listen *string `toml:"listen"`
+	Listen *string `toml:"listen" example:"\"127.0.0.1:8780\""`
 	// TLS is "auto" (plain HTTP on loopback, TLS beyond it), "on" or "off".
-	TLS string `toml:"tls"`
+	TLS string `toml:"tls" example:"\"auto\""`
 	// TLSCert and TLSKey are the user's own certificate; without them a
 	// self-signed one is made in the state folder.
-	TLSCert string `toml:"tls_cert"`
-	TLSKey  string `toml:"tls_key"`
+	TLSCert string `toml:"tls_cert" example:"\"/home/me/.config/collie/cert.pem\""`
+	TLSKey  string `toml:"tls_key" example:"\"/home/me/.config/collie/key.pem\""`
 	// PublicURL is the https:// origin a phone opens (a reverse proxy,
 	// tailscale serve, or this listener with the user's own
 	// certificate); "" when unset. See PublicOrigin.
-	PublicURL string `toml:"public_url"`
+	PublicURL string `toml:"public_url" example:"\"https://collie.example.ts.net\""`
 	// ProxyHeaders names the forwarded headers a reverse proxy on this
 	// machine sets: "" (none are trusted), "x-forwarded" or "forwarded".
-	ProxyHeaders string `toml:"proxy_headers"`
+	ProxyHeaders string `toml:"proxy_headers" example:"\"x-forwarded\""`
 }
 
 // DefaultDeviceListen is where the device API listens unless configured:
@@ -83,6 +83,10 @@ func Load(path string) (f File, exists bool, err error) {
 		var ce *tomlstrict.CaseError
 		if errors.As(err, &ce) {
 			return File{}, true, fmt.Errorf("%s, %v; see collie.toml(5)", path, ce)
+		}
+		var te *tomlstrict.TypeError
+		if errors.As(err, &te) {
+			return File{}, true, fmt.Errorf("%s, %v; see collie.toml(5)", path, te)
 		}
 		var sm *toml.StrictMissingError
 		if errors.As(err, &sm) && len(sm.Errors) > 0 {

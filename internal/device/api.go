@@ -14,6 +14,7 @@ import (
 	"github.com/collie-linux/collie/internal/audit"
 	"github.com/collie-linux/collie/internal/device/web"
 	"github.com/collie-linux/collie/internal/jsonstrict"
+	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/view"
 	"github.com/collie-linux/collie/internal/wire"
 )
@@ -175,8 +176,8 @@ func (a *API) routes() *router {
 	// Any other name: told which there are (after the gate, like a write).
 	rt.write("POST /api/v1/agents/{agent}/{write}", gateSpec{paired: true, source: a.srcWrite}, a.noSuchWrite)
 	if a.o.Agents != nil {
-		for _, r := range agentwire.Routes() {
-			rt.agentRoute(r.Method+" "+r.Path, a.o.Agents)
+		for _, p := range agentwire.Patterns() {
+			rt.agentRoute(p, a.o.Agents)
 		}
 	}
 	rt.read("GET /healthz", http.HandlerFunc(healthz))
@@ -190,7 +191,7 @@ func (a *API) authed(next http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d, _, ctx, leave, ok := a.feed.enter(r.Context(), credential(r), false)
 		if !ok {
-			notPaired(w)
+			a.refuseUnpaired(w, r)
 			return
 		}
 		defer leave()
@@ -198,15 +199,17 @@ func (a *API) authed(next http.HandlerFunc) http.Handler {
 	})
 }
 
-func notPaired(w http.ResponseWriter) {
-	apiErrorHint(w, http.StatusUnauthorized, "not-paired", "this device is not paired, or was revoked", "pair it again with: collie pair")
+// revokedMidRead answers a read whose device was revoked while it was
+// being made (its context ended; a client that went away reads nothing).
+func revokedMidRead(w http.ResponseWriter) {
+	apiErrorHint(w, http.StatusUnauthorized, CodeRevoked, "this device was revoked (collie devices revoke)", "pair it again with: collie pair")
 }
 
 // replyRead writes a read's reply, unless the device was revoked while it
 // was being made.
 func replyRead(w http.ResponseWriter, r *http.Request, v any) {
 	if r.Context().Err() != nil {
-		notPaired(w)
+		revokedMidRead(w)
 		return
 	}
 	writeJSON(w, http.StatusOK, v)
@@ -235,7 +238,13 @@ func (a *API) pair(w http.ResponseWriter, r *http.Request, c *call) {
 		c.refuse(w, http.StatusForbidden, "pairing-refused", err.Error(), nil)
 		return
 	}
-	d, cred, err := a.o.Store.Add(req.Name)
+	// A device the user did not name is named after its browser and
+	// platform ("Chrome on Android"), not all alike.
+	name := req.Name
+	if n, _ := sanitize.Line(name, sanitize.LabelBytes); strings.TrimSpace(n) == "" {
+		name = NameFromUserAgent(r.Header.Get("User-Agent"))
+	}
+	d, cred, err := a.o.Store.Add(name)
 	if err != nil {
 		apiErrorHint(w, http.StatusInternalServerError, "internal", "the bridge could not save the device", "see journalctl --user -u collie")
 		a.o.Log.Error("save a paired device", "err", err)

@@ -3,20 +3,13 @@ package device
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
-	"encoding/pem"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,130 +19,9 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"github.com/collie-linux/collie/internal/testenv"
+	"github.com/collie-linux/collie/internal/caddytest"
 	"github.com/collie-linux/collie/internal/wire"
 )
-
-// needCaddy returns Debian's caddy, or skips (fails under CI=true, where
-// .ci/deps installs it).
-func needCaddy(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("caddy")
-	if err != nil {
-		testenv.Unavailable(t, "caddy is not installed, so the test through a real reverse proxy cannot run; install it with: apt-get install caddy (.ci/deps does, as root)")
-	}
-	return p
-}
-
-// freePort is a loopback port nothing listens on now.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-}
-
-// caddyProxy is Caddy in front of the bridge, as docs/phone.md's recipe:
-// a site with tls internal (Caddy's own authority) that reverse-proxies to
-// the loopback listener, bound to loopback only. It returns the port, the
-// authority's root certificate and the SPKI hashes (base64 SHA-256) of its
-// root and intermediate, which chromium is told to trust.
-func caddyProxy(t *testing.T, caddy, name, port, upstream string) (root *x509.Certificate, spkis string, stop func()) {
-	t.Helper()
-	dir := t.TempDir()
-	caddyfile := fmt.Sprintf(`{
-	admin off
-	skip_install_trust
-	auto_https disable_redirects
-	http_port %s
-	https_port %s
-	storage file_system {
-		root %s
-	}
-}
-
-%s {
-	bind 127.0.0.1
-	tls internal
-	reverse_proxy %s
-}
-`, freePort(t), port, filepath.Join(dir, "data"), name, upstream)
-	path := filepath.Join(dir, "Caddyfile")
-	if err := os.WriteFile(path, []byte(caddyfile), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var logs syncBuffer
-	cmd := exec.Command(caddy, "run", "--adapter", "caddyfile", "--config", path)
-	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "xdg-data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "xdg-config"))
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start caddy: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	stop = func() {
-		select {
-		case <-done:
-			return
-		default:
-		}
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	}
-	t.Cleanup(stop)
-	// Ready: its authority's root is written and it serves the name.
-	rootFile := filepath.Join(dir, "data", "pki", "authorities", "local", "root.crt")
-	deadline := time.Now().Add(20 * time.Second)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for ; ; <-tick.C {
-		select {
-		case <-done:
-			t.Fatalf("caddy stopped:\n%s", logs.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("caddy did not serve %s with its authority within 20s:\n%s", name, logs.String())
-		}
-		pemBytes, err := os.ReadFile(rootFile)
-		if err != nil {
-			continue
-		}
-		blk, _ := pem.Decode(pemBytes)
-		if blk == nil {
-			continue
-		}
-		if root, err = x509.ParseCertificate(blk.Bytes); err != nil {
-			continue
-		}
-		pool := x509.NewCertPool()
-		pool.AddCert(root)
-		c, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", "127.0.0.1:"+port, &tls.Config{ServerName: name, RootCAs: pool})
-		if err != nil {
-			continue
-		}
-		c.Close()
-		var hashes []string
-		for _, f := range []string{rootFile, filepath.Join(filepath.Dir(rootFile), "intermediate.crt")} {
-			pemBytes, _ := os.ReadFile(f)
-			if blk, _ := pem.Decode(pemBytes); blk != nil {
-				if c, err := x509.ParseCertificate(blk.Bytes); err == nil {
-					sum := sha256.Sum256(c.RawSubjectPublicKeyInfo)
-					hashes = append(hashes, base64.StdEncoding.EncodeToString(sum[:]))
-				}
-			}
-		}
-		return root, strings.Join(hashes, ","), stop
-	}
-}
 
 // TestCaddyInChromium_D6 is docs/phone.md's Caddy recipe, for real:
 // Debian's caddy with tls internal in front of the bridge's loopback
@@ -163,10 +35,10 @@ func caddyProxy(t *testing.T, caddy, name, port, upstream string) (root *x509.Ce
 // cache holds nothing of the API (issue 13).
 func TestCaddyInChromium_D6(t *testing.T) {
 	chromium := needChromium(t)
-	caddy := needCaddy(t)
+	caddy := caddytest.Need(t)
 
 	const name = "collie.invalid"
-	port := freePort(t) // Caddy's
+	port := caddytest.FreePort(t) // Caddy's
 	public := "https://" + name + ":" + port
 	l, err := Listen(ListenConfig{Addr: "127.0.0.1:0", ProxyHeaders: ProxyXForwarded, PublicURL: public}, t.TempDir())
 	if err != nil {
@@ -187,7 +59,8 @@ func TestCaddyInChromium_D6(t *testing.T) {
 	go srv.Serve(l)
 	stopBridge := func() { srv.Close(); api.Close() }
 	t.Cleanup(stopBridge)
-	root, spkis, stopCaddy := caddyProxy(t, caddy, name, port, l.Addr().String())
+	proxy := caddytest.Start(t, caddy, name, port, l.Addr().String())
+	root, spkis, stopCaddy := proxy.Root, proxy.SPKIs, proxy.Stop
 
 	// /healthz through Caddy, as collie doctor fetches it.
 	pool := x509.NewCertPool()

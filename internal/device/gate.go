@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/collie-linux/collie/internal/bearer"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -28,10 +29,10 @@ func deviceOf(ctx context.Context) Device {
 	return d
 }
 
-// credential reads the device credential from the Authorization header or
-// the web app's cookie.
+// credential reads the device credential from the Authorization header
+// (bearer.Token, the one parser of it) or the web app's cookie.
 func credential(r *http.Request) string {
-	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+	if tok, ok := bearer.Token(r.Header); ok {
 		return tok
 	}
 	if c, err := r.Cookie(CookieName); err == nil {
@@ -174,7 +175,8 @@ func (c *call) refuseAs(w http.ResponseWriter, device string, status int, code, 
 //     Collie-Write: 1 (403 cross-site). These come before any limit, so a
 //     cross-site page in the device's own browser uses up nothing;
 //  3. the source's rate (429 rate-limited);
-//  4. where needed, a paired device's credential (401 not-paired),
+//  4. where needed, a paired device's credential (401 not-paired, or
+//     revoked for a revoked device's: whyUnpaired),
 //     authenticated and registered in one step, so a revoke cuts the
 //     request off;
 //  5. the device's rate (429 rate-limited).
@@ -203,7 +205,8 @@ func (a *API) gate(spec gateSpec, next gatedFunc) http.Handler {
 		if spec.paired {
 			d, _, ctx, leave, ok := a.feed.enter(r.Context(), credential(r), false)
 			if !ok {
-				c.refuseAs(w, a.o.Store.Identify(credential(r)), http.StatusUnauthorized, "not-paired", "this device is not paired, or was revoked; pair it again with: collie pair", nil)
+				dev, u := a.whyUnpaired(credential(r))
+				c.refuseAs(w, dev, http.StatusUnauthorized, u.code, u.message+"; "+u.hint, nil)
 				return
 			}
 			defer leave()

@@ -244,11 +244,11 @@ func TestRefusedCredentialsAudited(t *testing.T) {
 	forged := "forged-" + strings.Repeat("A", 40)
 	send := `{"requestId":"r1","conversation":"c","text":"hi"}`
 	tests := []struct {
-		name, cred, device string
+		name, cred, device, code string
 	}{
-		{"A1_forged", forged, UnknownDevice},
-		{"A1_revoked", laptop, laptopID},
-		{"A1_none", "", NoDevice},
+		{"A1_forged", forged, UnknownDevice, CodeNotPaired},
+		{"A1_revoked", laptop, laptopID, CodeRevoked},
+		{"A1_none", "", NoDevice, CodeNotPaired},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -257,7 +257,7 @@ func TestRefusedCredentialsAudited(t *testing.T) {
 				t.Fatalf("status %d, want 401", status)
 			}
 			lines := f.audit.all()[before:]
-			want := tt.device + " demo send refused not-paired: "
+			want := tt.device + " demo send refused " + tt.code + ": "
 			if len(lines) != 1 || !strings.HasPrefix(lines[0], want) {
 				t.Fatalf("audit lines %q, want one beginning %q", lines, want)
 			}

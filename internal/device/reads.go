@@ -59,7 +59,7 @@ func notModified(w http.ResponseWriter, r *http.Request, etag string) bool {
 		return false
 	}
 	if r.Context().Err() != nil { // revoked while it was read
-		notPaired(w)
+		revokedMidRead(w)
 		return true
 	}
 	w.Header().Set("Cache-Control", "no-cache")
@@ -198,7 +198,7 @@ func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	}
 	_, s, ctx, done, ok := a.feed.enter(r.Context(), credential(r), true)
 	if !ok {
-		notPaired(w)
+		a.refuseUnpaired(w, r)
 		return
 	}
 	defer done()

@@ -60,12 +60,12 @@ func checkDeviceListener(ctx context.Context, e *Env) []Row {
 	}
 
 	if e.Daemon == nil {
-		return []Row{skip("systemctl --user start collie.service", "the daemon is not running")}
+		return []Row{notRunning(e)}
 	}
 	cctx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()
 	if _, err := e.Daemon.Agents(cctx); errors.Is(err, control.ErrNotRunning) {
-		return []Row{skip("systemctl --user start collie.service", "the daemon is not running")}
+		return []Row{notRunning(e)}
 	} else if err != nil {
 		return []Row{skip("see the daemon row", "the daemon does not answer")}
 	}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/collie-linux/collie/internal/cli"
 	"github.com/collie-linux/collie/internal/config"
 	"github.com/collie-linux/collie/internal/control"
 	"github.com/collie-linux/collie/internal/view"
@@ -144,14 +145,20 @@ func Names() []string {
 	return names
 }
 
-// Run runs every check, or only the one called only when it is not "".
-func Run(ctx context.Context, e *Env, only string) ([]Row, error) {
-	if only != "" && !slices.Contains(Names(), only) {
-		return nil, fmt.Errorf("there is no check %q; the checks are: %s", only, joinNames())
+// Run runs every check, or only those named in only (in the table's
+// order, each once) when it names any.
+func Run(ctx context.Context, e *Env, only ...string) ([]Row, error) {
+	for _, name := range only {
+		if !slices.Contains(Names(), name) {
+			if s := cli.Suggest(name, Names()); s != "" {
+				return nil, fmt.Errorf("there is no check %q; did you mean %s? The checks are: %s", name, s, joinNames())
+			}
+			return nil, fmt.Errorf("there is no check %q; the checks are: %s", name, joinNames())
+		}
 	}
 	var rows []Row
 	for _, c := range checks {
-		if only != "" && c.name != only {
+		if len(only) > 0 && !slices.Contains(only, c.name) {
 			continue
 		}
 		for _, r := range c.run(ctx, e) {

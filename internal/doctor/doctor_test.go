@@ -127,9 +127,12 @@ func golden(t *testing.T, name, got, root string) {
 	}
 }
 
-func run(t *testing.T, e *Env, only string) []Row {
+func run(t *testing.T, e *Env, only ...string) []Row {
 	t.Helper()
-	rows, err := Run(context.Background(), e, only)
+	if len(only) == 1 && only[0] == "" {
+		only = nil
+	}
+	rows, err := Run(context.Background(), e, only...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,6 +232,26 @@ func TestCheckFlag(t *testing.T) {
 	want := `there is no check "nope"; the checks are: binary, config, sources, durable-socket, agent-config, desk, state-dir, audit-log, units, linger, journald, daemon, device-listener, public_url, push, agent-login`
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %q", err, want)
+	}
+	_, err = Run(context.Background(), e, "config", "deamon")
+	if err == nil || !strings.HasPrefix(err.Error(), `there is no check "deamon"; did you mean daemon? The checks are: binary,`) {
+		t.Errorf("err = %v, want did you mean daemon", err)
+	}
+}
+
+// TestCheckFlagRepeated_L4: --check given twice runs both checks, in the
+// table's order, each once (it ran the last one given only).
+func TestCheckFlagRepeated_L4(t *testing.T) {
+	e, _ := broken(t)
+	rows := run(t, e, "daemon", "config", "daemon")
+	var got []string
+	for _, r := range rows {
+		if len(got) == 0 || got[len(got)-1] != r.Check {
+			got = append(got, r.Check)
+		}
+	}
+	if strings.Join(got, " ") != "config daemon" {
+		t.Errorf("checks run: %q; want config then daemon", got)
 	}
 }
 

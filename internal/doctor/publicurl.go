@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -97,8 +98,7 @@ func fetchFailed(origin, host, addr string, err error) Row {
 	var recHdr tls.RecordHeaderError
 	switch {
 	case errors.As(err, &unknown):
-		return fail("use a certificate from an authority phones trust (tailscale serve and Caddy get one), or install your own authority's certificate on this machine and on the phone ("+phoneDocs+")",
-			"the certificate at %s is signed by an authority this machine does not trust, so a phone will not trust it either", origin)
+		return untrusted(origin, unknown, err)
 	case errors.As(err, &hostErr):
 		return fail("get a certificate for "+host+" ("+phoneDocs+")", "the certificate at %s is not for %s: %v", origin, host, hostErr)
 	case errors.As(err, &invalid):
@@ -107,11 +107,61 @@ func fetchFailed(origin, host, addr string, err error) Row {
 		return fail("public_url is https://: put a TLS proxy in front of "+addr+", or set tls_cert and tls_key ("+phoneDocs+")",
 			"%s does not speak TLS", origin)
 	case errors.As(err, &dnsErr):
-		return fail("check the name, or start what makes it (tailscale up; the DNS entry of your proxy) ("+phoneDocs+")",
+		return fail("check the name, or make it resolve: tailscale up for a tailnet name; for a LAN name such as collie.home.arpa, an entry on your router's or LAN's DNS server (the phone needs it too), or a line in /etc/hosts for this machine ("+phoneDocs+")",
 			"this machine cannot resolve %s (%v)", host, dnsErr)
 	}
 	return fail("start the reverse proxy (or tailscale serve) in front of "+addr+" ("+phoneDocs+")",
 		"nothing answers at %s: %v", origin, err)
+}
+
+// caddyLocal starts the names of Caddy's own authority, the one `tls
+// internal` makes: its root is "Caddy Local Authority - 2026 ECC Root",
+// its intermediate "Caddy Local Authority - ECC Intermediate".
+const caddyLocal = "Caddy Local Authority"
+
+// caddyRoot is where Debian's caddy service keeps that authority's root;
+// a Caddy run by a user keeps it in ~/.local/share/caddy instead.
+const caddyRoot = "/var/lib/caddy/.local/share/caddy/pki/authorities/local/root.crt"
+
+// bridgeSelfSigned is the name in the certificate the bridge makes for
+// itself when tls_cert is not set (device.ServerCert).
+const bridgeSelfSigned = "collie bridge"
+
+// untrusted says why this machine does not trust the certificate at
+// origin, and what to do, by who issued it: Caddy's own authority (tls
+// internal, the recipe of docs/phone.md: trust its root here and on the
+// phone), the bridge's self-signed certificate (tls_cert is not set), or
+// anyone else.
+func untrusted(origin string, unknown x509.UnknownAuthorityError, err error) Row {
+	// The chain the server sent, leaf first, and the certificate the
+	// verifier stopped at.
+	var certs []*x509.Certificate
+	var verr *tls.CertificateVerificationError
+	if errors.As(err, &verr) {
+		certs = append(certs, verr.UnverifiedCertificates...)
+	}
+	if unknown.Cert != nil {
+		certs = append(certs, unknown.Cert)
+	}
+	issuer := "an unknown issuer"
+	if len(certs) > 0 && certs[0].Issuer.CommonName != "" {
+		issuer = fmt.Sprintf("%q", certs[0].Issuer.CommonName)
+	}
+	for _, c := range certs {
+		if strings.HasPrefix(c.Issuer.CommonName, caddyLocal) || strings.HasPrefix(c.Subject.CommonName, caddyLocal) {
+			return fail("trust Caddy's root on this machine: sudo caddy trust (it fetches the root from Caddy's admin API), or copy Caddy's root.crt ("+caddyRoot+
+				" for Debian's caddy service, ~/.local/share/caddy/pki/authorities/local/root.crt for a Caddy you run yourself) to /usr/local/share/ca-certificates/caddy-local.crt and run sudo update-ca-certificates; "+
+				"then install the same root.crt on the phone ("+phoneDocs+")",
+				"the certificate at %s is from Caddy's own authority (tls internal, %q), whose root this machine does not trust yet; a phone will not trust it either until that root is installed there", origin, c.Issuer.CommonName)
+		}
+		if c.Subject.CommonName == bridgeSelfSigned && c.Issuer.CommonName == bridgeSelfSigned {
+			return fail("set tls_cert and tls_key in [devices] to a certificate for that name from an authority the phone trusts, or put Caddy or tailscale serve in front of the bridge ("+phoneDocs+")",
+				"the certificate at %s is the bridge's own self-signed one (tls_cert is not set), which no phone trusts: its browser warns, and cannot install the app or show notifications", origin)
+		}
+	}
+	return fail("use a certificate from an authority phones already trust (tailscale serve's, or Let's Encrypt's, which Caddy gets by itself for a public DNS name), "+
+		"or install your own authority's root on this machine (copy it to /usr/local/share/ca-certificates/ as a .crt file and run sudo update-ca-certificates) and on the phone ("+phoneDocs+")",
+		"the certificate at %s is signed by %s, an authority this machine does not trust, so a phone will not trust it either", origin, issuer)
 }
 
 // fetchHealthz is Env.Fetch on a real machine: one GET with the system's

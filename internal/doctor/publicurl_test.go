@@ -12,8 +12,10 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/collie-linux/collie/internal/control"
+	"github.com/collie-linux/collie/internal/device"
 	"github.com/collie-linux/collie/internal/tlstest"
 )
 
@@ -66,7 +68,9 @@ func TestPublicURL_D6(t *testing.T) {
 		{name: "own_listener_needs_no_proxy_headers", toml: "[devices]\nlisten = \"0.0.0.0:8780\"\npublic_url = \"https://collie.example.test\"\n", cert: &good, handler: bridge, status: OK,
 			message: "the bridge answers there"},
 		{name: "untrusted_certificate", toml: public, cert: ptr(tlstest.SelfSigned(t, "collie.example.test")), handler: bridge, status: Fail,
-			message: "the certificate at https://collie.example.test is signed by an authority this machine does not trust", fix: "install your own authority's certificate"},
+			message: `the certificate at https://collie.example.test is signed by "collie.example.test", an authority this machine does not trust`, fix: "install your own authority's root on this machine"},
+		{name: "bridge_self_signed", toml: public, cert: ptr(bridgeCert(t, "collie.example.test")), handler: bridge, status: Fail,
+			message: "the certificate at https://collie.example.test is the bridge's own self-signed one (tls_cert is not set)", fix: "set tls_cert and tls_key in [devices]"},
 		{name: "certificate_for_another_name", toml: public, cert: ptr(ca.Issue(t, "other.example.test")), handler: bridge, status: Fail,
 			message: "the certificate at https://collie.example.test is not for collie.example.test", fix: "get a certificate for collie.example.test"},
 		{name: "not_the_bridge", toml: public, cert: &good, handler: func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "welcome to nginx") }, status: Fail,
@@ -75,7 +79,7 @@ func TestPublicURL_D6(t *testing.T) {
 			http.Error(w, "wrong-host", http.StatusMisdirectedRequest)
 		}, status: Fail, message: "refused its host name: the daemon runs with another public_url", fix: "systemctl --user restart collie"},
 		{name: "plain_http_there", toml: public, plain: true, handler: bridge, status: Fail, message: "https://collie.example.test does not speak TLS", fix: "put a TLS proxy"},
-		{name: "name_does_not_resolve", toml: "[devices]\npublic_url = \"https://collie.invalid\"\n", noDNS: true, status: Fail, message: "this machine cannot resolve collie.invalid", fix: "check the name"},
+		{name: "name_does_not_resolve", toml: "[devices]\npublic_url = \"https://collie.invalid\"\n", noDNS: true, status: Fail, message: "this machine cannot resolve collie.invalid", fix: "an entry on your router's or LAN's DNS server"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,3 +111,14 @@ func TestPublicURL_D6(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// bridgeCert is the certificate the bridge makes for itself without
+// tls_cert (device.SelfSigned), for name.
+func bridgeCert(t *testing.T, name string) tls.Certificate {
+	t.Helper()
+	c, err := device.SelfSigned(t.TempDir(), []string{name}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/user"
@@ -55,7 +56,17 @@ func FromSystem(getenv func(string) string, version string) *Env {
 	}
 	e.Dial = dialTCP
 	e.Fetch = fetchHealthz
-	e.AgentCheck = func(ctx context.Context, name string) (string, error) { return checkAgentConfig(ctx, self, name) }
+	e.AgentCheck = func(ctx context.Context, name string) (string, error) {
+		if e.PathsErr == nil {
+			// collie-agent --check-config refuses a file that does not
+			// exist; the agent itself starts with its demo without one.
+			path := filepath.Join(filepath.Dir(e.Paths.Config), "collie-agent", name+".toml")
+			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+				return fmt.Sprintf("there is no %s: collie-agent@%s shows its demo conversation and question (collie-agent(1))", path, name), nil
+			}
+		}
+		return checkAgentConfig(ctx, self, name)
+	}
 	e.Probe = func(ctx context.Context, socket string) (string, error) {
 		h, err := upstream.NewSocket(socket, e.UID).Hello(ctx)
 		if err != nil {

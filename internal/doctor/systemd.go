@@ -34,7 +34,14 @@ func checkUnits(ctx context.Context, e *Env) []Row {
 	}
 	defer sd.Close()
 
-	rows := []Row{serviceRow(cctx, sd, "collie.service"), templateRow(cctx, sd, "collie-agent@.socket", "collie-agent@.service")}
+	daemon := serviceRow(cctx, sd, "collie.service")
+	if daemon.Status == Fail && e.PathsErr == nil {
+		// Started again, it fails the same way: the daemon row says why.
+		if _, fix, failed := DaemonDown(e.Paths); failed {
+			daemon.Fix = "see the daemon row: " + fix
+		}
+	}
+	rows := []Row{daemon, templateRow(cctx, sd, "collie-agent@.socket", "collie-agent@.service")}
 	if e.PathsErr == nil {
 		if f, err := sources.Load(e.Paths.Sources()); err == nil {
 			for _, s := range f.Sources {
@@ -137,16 +144,20 @@ func checkJournald(_ context.Context, e *Env) []Row {
 }
 
 // checkDaemon asks the running daemon how it sees its agents.
+// A daemon that is not running is a skip, or a failure with the reason it
+// gave as it stopped (DaemonDown).
 func checkDaemon(ctx context.Context, e *Env) []Row {
-	start := "systemctl --user start collie.service"
 	if e.Daemon == nil {
-		return []Row{skip(start, "the daemon is not running")}
+		return []Row{notRunning(e)}
 	}
 	cctx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()
 	agents, err := e.Daemon.Agents(cctx)
 	if errors.Is(err, control.ErrNotRunning) {
-		return []Row{skip(start, "the daemon is not running")}
+		if msg, fix, failed := DaemonDown(e.Paths); failed {
+			return []Row{fail(fix, "%s", msg)}
+		}
+		return []Row{notRunning(e)}
 	}
 	if err != nil {
 		return []Row{fail("systemctl --user restart collie.service", "the daemon does not answer: %v", err)}

@@ -4,8 +4,8 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
-	"strings"
 
+	"github.com/collie-linux/collie/internal/bearer"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -25,7 +25,7 @@ func RequireToken(t Tokens, next http.Handler) http.Handler {
 		want = append(want, sha256.Sum256([]byte(t.Next)))
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		got, ok := bearer.Token(r.Header)
 		match := 0
 		if ok && got != "" && t.Current != "" {
 			sum := sha256.Sum256([]byte(got))

@@ -24,7 +24,7 @@ import (
 	"github.com/collie-linux/collie/internal/view"
 )
 
-// TestAgentLoginEndToEnd_R13 is issue 14 with every part real but the
+// TestAgentLoginEndToEnd_R13 is agent login with every part real but the
 // platform: the bridge as a user service with agent login on ([agents]
 // platform_key_file), the built collie in an agent environment whose raft
 // wrapper is the platform's double (testdata/raftdouble: it signs which

@@ -111,6 +111,7 @@ func TestDebInstall_L1_L2_L4_R14(t *testing.T) {
 	}
 	checkVersions(t, ctx)
 	checkShippedDocs(t, ctx)
+	checkNamedDocsInstalled(t, installed)
 	step("dpkg -i")
 
 	um := systemdtest.Start(t)
@@ -174,7 +175,7 @@ func TestDebInstall_L1_L2_L4_R14(t *testing.T) {
 	var started map[string]any
 	waitFor(t, 20*time.Second, "the start line in journalctl --user -u collie", func() bool {
 		for _, e := range userJournal(t, ctx, um, "-u", "collie") {
-			if e["MESSAGE"] == "collie daemon started" {
+			if strings.HasPrefix(fmt.Sprint(e["MESSAGE"]), "collie daemon started (") {
 				started = e
 				return true
 			}
@@ -280,7 +281,7 @@ func TestDebInstall_L1_L2_L4_R14(t *testing.T) {
 	os.Remove(um.Path(desk + "/real.sock"))
 	// L2: -p warning keeps to what needed attention.
 	for _, e := range userJournal(t, ctx, um, "-u", "collie", "-p", "warning") {
-		if e["MESSAGE"] == "collie daemon started" || strings.HasSuffix(fmt.Sprint(e["MESSAGE"]), "durable agent is reachable") {
+		if m := fmt.Sprint(e["MESSAGE"]); strings.HasPrefix(m, "collie daemon started") || strings.Contains(m, "durable agent is reachable") {
 			t.Errorf("L2: -p warning shows the info line %v", e)
 		}
 	}

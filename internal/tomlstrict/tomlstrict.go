@@ -41,9 +41,9 @@ func quote(s string) string {
 }
 
 // Decode decodes data into v, a pointer to a struct, refusing a key in
-// another case than its field's (a *CaseError) and unknown keys (go-toml's
-// *toml.StrictMissingError). A syntax error, a key given twice or a value
-// of the wrong type is go-toml's *toml.DecodeError.
+// another case than its field's (a *CaseError), a value of the wrong type
+// (a *TypeError) and unknown keys (go-toml's *toml.StrictMissingError). A
+// syntax error or a key given twice is go-toml's *toml.DecodeError.
 func Decode(data []byte, v any) error {
 	if err := checkCase(data, reflect.TypeOf(v)); err != nil {
 		return err
@@ -69,6 +69,9 @@ func checkCase(data []byte, t reflect.Type) error {
 			if err != nil {
 				return err
 			}
+			if err := checkTable(&p, e, tt, path); err != nil {
+				return err
+			}
 			if e.Kind == unstable.ArrayTable && tt != nil {
 				tt = elem(tt)
 			}
@@ -87,8 +90,14 @@ func checkKeyValue(p *unstable.Parser, t reflect.Type, path []string, kv *unstab
 		return nil
 	}
 	keys := kv.Key()
-	vt, vpath, err := resolve(p, t, path, &keys)
+	vt, vpath, example, err := resolveField(p, t, path, &keys)
 	if err != nil || vt == nil {
+		return err
+	}
+	first := kv.Key()
+	first.Next()
+	pos := p.Shape(first.Node().Raw).Start
+	if err := checkType(vt, kv.Value(), vpath, example, pos.Line, pos.Column); err != nil {
 		return err
 	}
 	return checkValue(p, vt, vpath, kv.Value())
@@ -123,27 +132,35 @@ func checkValue(p *unstable.Parser, t reflect.Type, path []string, v *unstable.N
 // lead to, or nil where the walk stops (a map, a key go-toml will refuse
 // as unknown, a value that is not a table).
 func resolve(p *unstable.Parser, t reflect.Type, path []string, keys *unstable.Iterator) (reflect.Type, []string, error) {
+	rt, path, _, err := resolveField(p, t, path, keys)
+	return rt, path, err
+}
+
+// resolveField is resolve that also returns the example of the field the
+// keys lead to (its tag example:"...").
+func resolveField(p *unstable.Parser, t reflect.Type, path []string, keys *unstable.Iterator) (reflect.Type, []string, string, error) {
 	path = append([]string(nil), path...)
+	example := ""
 	for keys.Next() {
 		k := keys.Node()
 		name := string(k.Data)
 		path = append(path, name)
 		st := elem(t)
 		if st == nil || st.Kind() != reflect.Struct {
-			return nil, path, nil
+			return nil, path, "", nil
 		}
-		ft, want, found := field(st, name)
+		ft, want, ex, found := field(st, name)
 		switch {
 		case found && want == name:
-			t = ft
+			t, example = ft, ex
 		case found:
 			pos := p.Shape(k.Raw).Start
-			return nil, path, &CaseError{Line: pos.Line, Column: pos.Column, Key: path, Want: want}
+			return nil, path, "", &CaseError{Line: pos.Line, Column: pos.Column, Key: path, Want: want}
 		default:
-			return nil, path, nil
+			return nil, path, "", nil
 		}
 	}
-	return t, path, nil
+	return t, path, example, nil
 }
 
 // elem goes through pointers and, for a list of tables, to its element.
@@ -157,9 +174,9 @@ func elem(t reflect.Type) reflect.Type {
 // field finds the field of struct t that go-toml would fill for key: the
 // one whose name is key, else one whose name is key in another case. want
 // is the field's own name.
-func field(t reflect.Type, key string) (ft reflect.Type, want string, found bool) {
+func field(t reflect.Type, key string) (ft reflect.Type, want, example string, found bool) {
 	var foldType reflect.Type
-	var fold string
+	var fold, foldExample string
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if !f.IsExported() && !f.Anonymous {
@@ -172,11 +189,11 @@ func field(t reflect.Type, key string) (ft reflect.Type, want string, found bool
 		}
 		if f.Anonymous && name == "" {
 			if et := elem(f.Type); et != nil && et.Kind() == reflect.Struct {
-				if ft, want, found := field(et, key); found {
+				if ft, want, ex, found := field(et, key); found {
 					if want == key {
-						return ft, want, true
+						return ft, want, ex, true
 					}
-					foldType, fold = ft, want
+					foldType, fold, foldExample = ft, want, ex
 				}
 				continue
 			}
@@ -186,10 +203,10 @@ func field(t reflect.Type, key string) (ft reflect.Type, want string, found bool
 		}
 		switch {
 		case name == key:
-			return f.Type, name, true
+			return f.Type, name, f.Tag.Get("example"), true
 		case strings.EqualFold(name, key) && fold == "":
-			foldType, fold = f.Type, name
+			foldType, fold, foldExample = f.Type, name, f.Tag.Get("example")
 		}
 	}
-	return foldType, fold, fold != ""
+	return foldType, fold, foldExample, fold != ""
 }

@@ -120,14 +120,15 @@ func TestDecodeTwiceAndUnknown(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	for _, s := range []string{"[devices]\nListen = \"x\"\n", "belt = [{ Id = \"b\" }]\n", "[[belt]]\nid = \"a\"\n", "title = \"a\"\ntitle = \"b\"\n", "a.b.c = 1\n", "[x]\n[[x]]\n"} {
+	for _, s := range []string{"[devices]\nListen = \"x\"\n", "belt = [{ Id = \"b\" }]\n", "[[belt]]\nid = \"a\"\n", "title = \"a\"\ntitle = \"b\"\n", "a.b.c = 1\n", "[x]\n[[x]]\n", "[devices]\nlisten = 8780\n", "[[devices]]\n", "belt = [{ id = 3 }]\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var c cfg
 		err := Decode(data, &c)
 		var ce *CaseError
-		if errors.As(err, &ce) {
+		var te *TypeError
+		if errors.As(err, &ce) || errors.As(err, &te) {
 			for _, b := range []byte(err.Error()) {
 				if b < 0x20 || b > 0x7e {
 					t.Fatalf("message %q is not printable ASCII", err)
@@ -145,10 +146,10 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("accepted %q, which go-toml cannot read as a map: %v", data, err)
 		}
 		for k := range m {
-			if _, _, found := field(cfgType, k); !found {
+			if _, _, _, found := field(cfgType, k); !found {
 				t.Fatalf("accepted %q with key %q", data, k)
 			}
-			if _, want, _ := field(cfgType, k); want != k {
+			if _, want, _, _ := field(cfgType, k); want != k {
 				t.Fatalf("accepted %q with key %q in another case than %q", data, k, want)
 			}
 		}

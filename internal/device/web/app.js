@@ -609,14 +609,6 @@
     return s.slice(0, 3) + ' ' + s.slice(3);
   }
 
-  function guessName() {
-    const ua = navigator.userAgent || '';
-    if (/iPhone/.test(ua)) return 'iPhone';
-    if (/iPad/.test(ua)) return 'iPad';
-    if (/Android/.test(ua)) return /Mobile/.test(ua) ? 'Android phone' : 'Android tablet';
-    return 'Browser';
-  }
-
   function secureEnough() {
     return window.isSecureContext && window.crypto && crypto.subtle && typeof crypto.randomUUID === 'function';
   }
@@ -642,14 +634,15 @@
     setConn('Not paired yet', 'off');
     const code = await verificationCode(secret);
     const codeEl = el('p', { id: 'pair-code', class: 'code', 'aria-label': 'Verification code ' + code.split('').join(' ') }, code);
-    const name = el('input', { id: 'pair-name', name: 'name', type: 'text', autocomplete: 'off', maxlength: '64', required: true, 'aria-describedby': 'pair-name-hint' });
-    name.value = guessName();
+    // Left empty, the bridge names the device after its browser and
+    // platform ("Chrome on Android"), from the request's User-Agent.
+    const name = el('input', { id: 'pair-name', name: 'name', type: 'text', autocomplete: 'off', maxlength: '64', placeholder: 'Optional', 'aria-describedby': 'pair-name-hint' });
     const submit = el('button', { id: 'pair-submit', type: 'submit', class: 'primary' }, 'Pair this device');
     const msg = el('p', { id: 'pair-msg', class: 'msg', role: 'alert' });
     const form = el('form', { class: 'pair-form', novalidate: true },
       el('label', { for: 'pair-name' }, 'Name for this device'),
       name,
-      el('p', { id: 'pair-name-hint', class: 'muted' }, 'Shown in collie devices and in the audit log.'),
+      el('p', { id: 'pair-name-hint', class: 'muted' }, 'Shown in collie devices and in the audit log. Left empty, it is named after this browser, such as “Chrome on Android”.'),
       el('div', { class: 'row' }, submit, button('Cancel', { class: 'secondary' }, () => {
         secret = null;
         enter();
@@ -659,11 +652,6 @@
       ev.preventDefault();
       if (secret === null || submit.disabled) return;
       const deviceName = name.value.trim();
-      if (deviceName === '') {
-        msg.textContent = 'Give this device a name.';
-        name.focus();
-        return;
-      }
       submit.disabled = true;
       msg.className = 'msg';
       msg.textContent = 'Pairing…';
@@ -673,8 +661,9 @@
         try {
           localStorage.setItem(PAIRED_FLAG, '1');
         } catch (e) {
-          // Private mode: the page still works; a revoked device is then
-          // told "not paired" after a reload instead of "revoked".
+          // Private mode: the page still works; a browser whose sign-in
+          // is cleared is then told "not paired" rather than "not paired
+          // any more".
         }
         await enter();
         return;
@@ -699,6 +688,36 @@
       el('h2', { id: 'unpaired' }, 'This device is not paired'),
       el('p', null, 'On the computer that runs Collie, run ', el('code', null, 'collie pair'),
         ' and open the link it prints on this device, or scan its QR code.')));
+  }
+
+  // showRefused is the page for a 401. The bridge says which it is:
+  // "revoked" only for a revoked device's credential; "not-paired" when
+  // the browser sent none (never paired here, or its sign-in, the cookie,
+  // was cleared or expired) or one the bridge does not know. Only the
+  // first is a revocation.
+  function showRefused(r) {
+    if (r && r.code === 'revoked') {
+      showRevoked();
+      return;
+    }
+    let paired = false;
+    try {
+      paired = localStorage.getItem(PAIRED_FLAG) === '1';
+    } catch (e) {
+      paired = false;
+    }
+    if (paired) showSignedOut();
+    else showUnpaired();
+  }
+
+  function showSignedOut() {
+    closeStream();
+    setConn('Not paired', 'off');
+    document.title = 'Collie';
+    setView('signed-out', el('section', { class: 'card notice', role: 'alert', 'aria-labelledby': 'signed-out' },
+      el('h2', { id: 'signed-out' }, 'This browser is not paired any more'),
+      el('p', null, 'Its sign-in to Collie is gone: the browser cleared it (its cookies were removed or expired), or the bridge no longer knows it. It was not revoked. To use it again, run ',
+        el('code', null, 'collie pair'), ' on the computer and open the new link here.')));
   }
 
   function showRevoked() {
@@ -728,14 +747,7 @@
     }
     const r = await call('GET', '/whoami');
     if (r.status === 401) {
-      let paired = false;
-      try {
-        paired = localStorage.getItem(PAIRED_FLAG) === '1';
-      } catch (e) {
-        paired = false;
-      }
-      if (paired) showRevoked();
-      else showUnpaired();
+      showRefused(r);
       return;
     }
     if (!r.ok) {
@@ -802,7 +814,7 @@
         const r = await call('GET', '/whoami');
         if (es !== s) return;
         if (r.status === 401) {
-          showRevoked();
+          showRefused(r);
           return;
         }
       } while (recheck);
@@ -863,7 +875,7 @@
     const r = await call('GET', '/agents', undefined, stateRev ? '"' + stateRev + '"' : '');
     if (view !== 'main') return false;
     if (r.status === 401) {
-      showRevoked();
+      showRefused(r);
       return false;
     }
     if (r.status === 304) return true;
@@ -907,7 +919,7 @@
     const r = await call('GET', '/agents/' + encodeURIComponent(name));
     if (view !== 'main') return false;
     if (r.status === 401) {
-      showRevoked();
+      showRefused(r);
       return false;
     }
     if (r.status === 404) {
@@ -939,7 +951,7 @@
     const r = await call('GET', '/agents/' + encodeURIComponent(name) + '/conversations/' + encodeURIComponent(id));
     if (view !== 'main') return false;
     if (r.status === 401) {
-      showRevoked();
+      showRefused(r);
       return false;
     }
     if (r.status === 404) {
@@ -1580,7 +1592,7 @@
     const r = await call('POST', agentPath(ctx.agent, 'answer'), body);
     const c = card(qk);
     c.busy = false;
-    if (r.status === 401) return showRevoked();
+    if (r.status === 401) return showRefused(r);
     if (r.ok) {
       c.confirm = null;
       c.done = 'Sent: ' + label + '.';
@@ -1650,7 +1662,7 @@
     setAgentMsg(agent, 'Sending “' + (b.label || b.id) + '”…');
     const r = await call('POST', agentPath(agent, 'action'), { requestId: requestId(), action: b.id });
     busy.delete(k);
-    if (r.status === 401) return showRevoked();
+    if (r.status === 401) return showRefused(r);
     setAgentMsg(agent, r.ok ? 'Done: “' + (b.label || b.id) + '” was sent.' : r.message, !r.ok);
   }
 
@@ -1661,7 +1673,7 @@
     setAgentMsg(agent, 'Starting “' + (s.label || s.id) + '”…');
     const r = await call('POST', agentPath(agent, 'starter'), { requestId: requestId(), starter: s.id });
     busy.delete(k);
-    if (r.status === 401) return showRevoked();
+    if (r.status === 401) return showRefused(r);
     setAgentMsg(agent, r.ok ? 'Started “' + (s.label || s.id) + '”.' : r.message, !r.ok);
   }
 
@@ -1675,7 +1687,7 @@
     const r = await call('POST', agentPath(ctx.agent, write), Object.assign({ requestId: requestId() }, body));
     busy.delete(k);
     if (r.status === 401) {
-      showRevoked();
+      showRefused(r);
       return false;
     }
     convMsgs.set(ctx.key, r.ok ? { text: done } : { text: r.message, error: true });

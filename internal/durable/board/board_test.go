@@ -364,7 +364,7 @@ func TestAlwaysAllow(t *testing.T) {
 		}
 		a := durabletest.Answer(q, 1, "yes")
 		a.Always = true
-		if _, err := r.board.Answer(&a, durable.Transport{Remote: true}); err == nil || !strings.Contains(err.Error(), "K3") {
+		if _, err := r.board.Answer(&a, durable.Transport{Remote: true}); err == nil || !strings.Contains(err.Error(), "never taken over the token transport") {
 			t.Fatalf("always over the token transport: %v", err)
 		}
 	})

@@ -80,7 +80,7 @@ func (b *Board) Answer(r *wire.AnswerRequest, t durable.Transport) (wire.WriteRe
 		switch {
 		case t.Remote:
 			return wire.WriteReply{}, durable.Refuse(http.StatusUnprocessableEntity, wire.CodeBadAnswer,
-				"\"always allow\" is never taken over the token transport (K3); answer yes or no")
+				"\"always allow\" is never taken over the token transport, which has no caller to check; answer yes or no")
 		case !q.q.AllowAlways || q.q.AlwaysScope == nil:
 			return wire.WriteReply{}, durable.Refuse(http.StatusUnprocessableEntity, wire.CodeBadAnswer,
 				"the question %q does not offer \"always allow\"; answer yes or no", r.Question)

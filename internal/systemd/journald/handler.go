@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/coreos/go-systemd/v22/journal"
 )
@@ -99,14 +101,20 @@ func (h *Handler) Handle(_ context.Context, r slog.Record) error {
 	for k, v := range h.fields {
 		vars[k] = v
 	}
+	var details []string
 	r.Attrs(func(a slog.Attr) bool {
 		addAttr(vars, h.prefix, a)
+		details = appendDetail(details, h.prefix, a)
 		return true
 	})
 	vars["SYSLOG_IDENTIFIER"] = h.identifier
+	msg := Message(r.Message, vars)
+	if len(details) > 0 {
+		msg += " (" + strings.Join(details, " ") + ")"
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if err := h.send(Message(r.Message, vars), Priority(r.Level), vars); err != nil {
+	if err := h.send(msg, Priority(r.Level), vars); err != nil {
 		return fmt.Errorf("write to the journal: %w", err)
 	}
 	return nil
@@ -141,6 +149,7 @@ func (h *Handler) WithGroup(name string) slog.Handler {
 //
 //	agent demo: durable agent is unreachable: no socket at /run/user/1000/desk/demo.sock
 //
+// The handler adds the record's other details after it (appendDetail).
 // The agent comes from the AGENT field, the reason from ERR, ERROR and
 // REASON (in that order, each once); they stay fields too.
 func Message(msg string, vars map[string]string) string {
@@ -153,6 +162,50 @@ func Message(msg string, vars map[string]string) string {
 		}
 	}
 	return msg
+}
+
+// appendDetail adds attribute a of a record, as key=value, to the details
+// its MESSAGE ends with: journalctl's plain output shows MESSAGE only, so
+// a line such as "a device was paired" says which device there, not only
+// in its fields. The agent and the reason are in MESSAGE already
+// (Message), MESSAGE_ID is the catalog's, and a key that names a secret
+// (token, secret, password, credential, cookie) stays out of MESSAGE.
+func appendDetail(details []string, prefix string, a slog.Attr) []string {
+	v := a.Value.Resolve()
+	if v.Kind() == slog.KindGroup {
+		p := prefix
+		if a.Key != "" {
+			p += fieldName(a.Key) + "_"
+		}
+		for _, g := range v.Group() {
+			details = appendDetail(details, p, g)
+		}
+		return details
+	}
+	if a.Key == "" {
+		return details
+	}
+	name := prefix + fieldName(a.Key)
+	switch name {
+	case "AGENT", "ERR", "ERROR", "REASON", "MESSAGE_ID":
+		return details
+	}
+	for _, s := range []string{"TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "COOKIE"} {
+		if strings.Contains(name, s) {
+			return details
+		}
+	}
+	return append(details, strings.ToLower(name)+"="+detailValue(v.String()))
+}
+
+// detailValue quotes a value, as log/slog's text handler does, when it is
+// empty or holds a space, a quote, an equals sign or a character that is
+// not printable: one line, and the details stay apart.
+func detailValue(s string) string {
+	if s == "" || strings.ContainsAny(s, " \"=") || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 // Priority maps a slog level to a syslog priority: error and above is err

@@ -33,7 +33,7 @@ func TestHandler(t *testing.T) {
 		t.Fatalf("got %d entries, want 3 (debug filtered out)", len(got))
 	}
 	w := got[0]
-	if w.msg != "agent demo: unreachable: no socket at /x" || w.pri != journal.PriWarning {
+	if w.msg != "agent demo: unreachable: no socket at /x (poll_ms=3)" || w.pri != journal.PriWarning {
 		t.Errorf("entry 0 = %q pri %d", w.msg, w.pri)
 	}
 	for k, v := range map[string]string{"AGENT": "demo", "REASON": "no socket at /x", "POLL_MS": "3", "SYSLOG_IDENTIFIER": "collie"} {
@@ -68,9 +68,9 @@ func TestPriorityAndMessage_L2(t *testing.T) {
 		}, journal.PriWarning, "agent demo: durable agent is unreachable: no socket at /run/d.sock", [2]string{"REASON", "no socket at /run/d.sock"}},
 		{"agent_from_with", func(l *slog.Logger) { l.With("agent", "build").Error("collie-agent stopped", "err", "listen: busy") },
 			journal.PriErr, "agent build: collie-agent stopped: listen: busy", [2]string{"AGENT", "build"}},
-		{"info_plain", func(l *slog.Logger) { l.Info("collie daemon started", "agents", 2) }, journal.PriInfo, "collie daemon started", [2]string{"AGENTS", "2"}},
+		{"info_plain", func(l *slog.Logger) { l.Info("collie daemon started", "agents", 2) }, journal.PriInfo, "collie daemon started (agents=2)", [2]string{"AGENTS", "2"}},
 		{"debug", func(l *slog.Logger) { l.Debug("poll", "agent", "a") }, journal.PriDebug, "agent a: poll", [2]string{"AGENT", "a"}},
-		{"grouped_agent_is_not_the_agent", func(l *slog.Logger) { l.Info("x", slog.Group("peer", "agent", "b")) }, journal.PriInfo, "x", [2]string{"PEER_AGENT", "b"}},
+		{"grouped_agent_is_not_the_agent", func(l *slog.Logger) { l.Info("x", slog.Group("peer", "agent", "b")) }, journal.PriInfo, "x (peer_agent=b)", [2]string{"PEER_AGENT", "b"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []entry
@@ -127,5 +127,50 @@ func TestRunning_L2(t *testing.T) {
 	want := err == nil && fi.Mode()&os.ModeSocket != 0
 	if got := Running(); got != want {
 		t.Errorf("Running() = %v; the socket is there: %v", got, want)
+	}
+}
+
+// TestMessageCarriesDetails_L2: journalctl's plain output shows MESSAGE
+// only, so a record's details are in MESSAGE as well as in fields: "a
+// device was paired" says which device, "pushes" which providers, "write"
+// which route and request. The agent and the reason are said once, the
+// catalog's MESSAGE_ID is not a detail, a secret never reaches MESSAGE,
+// and a value with spaces or a newline is quoted on one line.
+func TestMessageCarriesDetails_L2(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		log  func(*slog.Logger)
+		msg  string
+	}{
+		{"device_paired", func(l *slog.Logger) { l.Info("a device was paired", "device", "d_1f2e", "name", "Pixel 8") },
+			`a device was paired (device=d_1f2e name="Pixel 8")`},
+		{"pushes", func(l *slog.Logger) { l.Info("pushes", "providers", []string{"ntfy", "webpush"}, "preview", false) },
+			`pushes (providers="[ntfy webpush]" preview=false)`},
+		{"write", func(l *slog.Logger) {
+			l.With("agent", "demo").Info("write", "route", "/answer", "request_id", "r1", "conversation", "main")
+		}, `agent demo: write (route=/answer request_id=r1 conversation=main)`},
+		{"reason_once", func(l *slog.Logger) {
+			l.Warn("durable agent is unreachable", "agent", "demo", "target", "/run/d.sock", "reason", "no socket")
+		}, `agent demo: durable agent is unreachable: no socket (target=/run/d.sock)`},
+		{"message_id_not_a_detail", func(l *slog.Logger) { l.Info("collie daemon started", MessageID(MsgDaemonStarted), "agents", 1) },
+			`collie daemon started (agents=1)`},
+		{"secrets_stay_out", func(l *slog.Logger) {
+			l.Info("token set", "token", "tk_secret", "refresh_token", "r_secret", "Cookie", "c", "client_secret", "s", "password", "p", "credential", "x", "id", "7")
+		}, `token set (id=7)`},
+		{"one_line", func(l *slog.Logger) { l.Info("odd", "title", "a\nb", "empty", "", "eq", "a=b") },
+			`odd (title="a\nb" empty="" eq="a=b")`},
+		{"group", func(l *slog.Logger) { l.Info("x", slog.Group("push", "sent", 2)) }, `x (push_sent=2)`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []entry
+			send := func(m string, p journal.Priority, v map[string]string) error {
+				got = append(got, entry{m, p, v})
+				return nil
+			}
+			tt.log(slog.New(NewHandler("collie", slog.LevelDebug, send)))
+			if len(got) != 1 || got[0].msg != tt.msg {
+				t.Fatalf("entries %+v; want MESSAGE %q", got, tt.msg)
+			}
+		})
 	}
 }

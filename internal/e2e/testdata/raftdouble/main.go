@@ -142,8 +142,11 @@ func run(args []string) error {
 		return err
 	}
 	if resp.StatusCode != http.StatusOK {
-		out, _ := json.Marshal(map[string]any{"ok": false, "error": map[string]any{"status": resp.StatusCode, "body": json.RawMessage(body)}})
-		fmt.Println(string(out))
+		// As the platform's CLI reports a service's refusal with --json:
+		// an error envelope on stderr whose message carries the body.
+		msg := fmt.Sprintf("service action failed (HTTP %d); response body: %s", resp.StatusCode, bytes.TrimSpace(body))
+		out, _ := json.Marshal(map[string]any{"ok": false, "error": map[string]any{"code": "INTEGRATION_INVOKE_FAILED", "message": msg}})
+		fmt.Fprintln(os.Stderr, string(out))
 		os.Exit(1)
 	}
 	out, _ := json.Marshal(map[string]any{"ok": true, "data": map[string]any{"service": "collie", "action": "agent-login", "status": resp.StatusCode, "result": json.RawMessage(bytes.TrimSpace(body))}})
