@@ -117,7 +117,7 @@ func cleanQuestion(q *Question) string {
 	var t, r bool
 	q.Title, t = sanitize.Line(q.Title, sanitize.TitleBytes)
 	q.Rationale, r = sanitize.Block(q.Rationale, sanitize.RationaleBytes)
-	q.Shortened = t || r
+	q.Shortened = q.Shortened || t || r
 	if blank(q.Title) {
 		q.Title = q.ID
 	}

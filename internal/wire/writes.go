@@ -186,6 +186,24 @@ type AskRequest struct {
 	// Conversation, when set, is the open conversation to ask in (one a
 	// local program opened, LocalOpenPath); otherwise the agent's own.
 	Conversation string `json:"conversation,omitempty"`
+	// Shortened says the asker cleaned or cut the title or rationale
+	// before sending it (a hostile title, a tool's input too long for the
+	// rationale): the card carries the "Text shortened" mark (X3). An
+	// agent from before the field refuses it as unknown; the asker then
+	// asks again without it (see WithoutShortened).
+	Shortened bool `json:"shortened,omitempty"`
+}
+
+// WithoutShortened is the request an agent from before the shortened field
+// takes: true when err, the agent's refusal of r (its code and message),
+// names the field, so asking again without it may succeed. The excerpt's
+// own "bytes not shown" line still tells the reader.
+func (a AskRequest) WithoutShortened(code, message string) (AskRequest, bool) {
+	if !a.Shortened || code != CodeBadRequest || !strings.Contains(message, `"shortened"`) {
+		return a, false
+	}
+	a.Shortened = false
+	return a, true
 }
 
 // Statuses of an asked question.

@@ -225,12 +225,11 @@ func (b *Board) Pose(cv string, r wire.AskRequest) (string, error) {
 
 // newQuestion adds an open question; b.mu held.
 func (b *Board) newQuestion(cv string, r *wire.AskRequest, asked bool) *question {
-	title, _ := sanitize.Line(r.Title, sanitize.TitleBytes)
-	rationale, _ := sanitize.Block(r.Rationale, sanitize.RationaleBytes)
+	title, rationale, shortened := cleanWording(r)
 	q := &question{
 		conv: cv, done: make(chan struct{}), lastPoll: time.Now(),
 		q: wire.Question{
-			ID: b.nextID("q"), Kind: r.Kind, Title: title, Rationale: rationale, Revision: 1,
+			ID: b.nextID("q"), Kind: r.Kind, Title: title, Rationale: rationale, Revision: 1, Shortened: shortened,
 			ToolCall: r.ToolCall, Options: slices.Clone(r.Options), Fields: slices.Clone(r.Fields),
 		},
 		reply: wire.AskReply{Status: wire.StatusPending},
@@ -264,4 +263,14 @@ func (b *Board) timeout(q *question) {
 	}
 	b.decide(q, wire.AskReply{Status: wire.StatusTimedOut, Reason: "no answer in time; denied by default"})
 	b.changed()
+}
+
+// cleanWording cleans a question's title and rationale (X2) and reports
+// whether the card must say "Text shortened" (X3): the asker cleaned or
+// cut them already, or this cleaning changed them. The flag is what tells
+// the reader that part of the text is not shown, so it is never dropped.
+func cleanWording(r *wire.AskRequest) (title, rationale string, shortened bool) {
+	title, t := sanitize.Line(r.Title, sanitize.TitleBytes)
+	rationale, ra := sanitize.Block(r.Rationale, sanitize.RationaleBytes)
+	return title, rationale, r.Shortened || t || ra
 }
