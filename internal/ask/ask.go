@@ -197,9 +197,12 @@ func Run(ctx context.Context, args []string, e Env) error {
 	if strings.TrimSpace(title) == "" {
 		return usageErr("the question has no title; give --title TEXT")
 	}
-	rationale, rationaleChanged := Excerpt(rationale, sanitize.RationaleBytes)
-	r := wire.AskRequest{RequestID: newID("ask"), Title: title, Rationale: rationale, ToolCall: key, TimeoutSeconds: int64(timeout.Round(time.Second) / time.Second),
+	excerpt, rationaleChanged := Excerpt(rationale, sanitize.RationaleBytes)
+	r := wire.AskRequest{RequestID: newID("ask"), Title: title, Rationale: excerpt, ToolCall: key, TimeoutSeconds: int64(timeout.Round(time.Second) / time.Second),
 		Shortened: titleChanged || rationaleChanged}
+	if rationaleChanged {
+		r.Detail = DetailOf(rationale) // the whole of it, a tap away on the card
+	}
 	if timeout > 0 && r.TimeoutSeconds == 0 {
 		r.TimeoutSeconds = 1
 	}

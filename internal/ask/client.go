@@ -220,9 +220,9 @@ func (c *client) wait(ctx context.Context, r wire.AskRequest, deadline time.Time
 			failingSince, first = time.Time{}, false
 			continue
 		case errors.As(err, &ae) && first:
-			// An agent from before the shortened field: the same question
+			// An agent from before the shortened and detail fields: the same question
 			// without it, once.
-			if old, ok := r.WithoutShortened(ae.Code, ae.Message); ok {
+			if old, ok := r.WithoutExtensions(ae.Code, ae.Message); ok {
 				r = old
 				continue
 			}

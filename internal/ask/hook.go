@@ -186,6 +186,9 @@ func QuestionFor(in PreToolUse) wire.AskRequest {
 	rationale, e := Excerpt(strings.TrimSpace(detail), sanitize.RationaleBytes-len(where))
 	rationale, b := sanitize.Block(strings.TrimSpace(rationale+where), sanitize.RationaleBytes)
 	r := wire.AskRequest{Kind: wire.AskYesNo, Title: title, Rationale: rationale, ToolCall: toolCallKey(in), Shortened: t || w || e || b}
+	if e {
+		r.Detail = DetailOf(strings.TrimSpace(detail))
+	}
 	// A command too long to send whole takes no part in "always allow": a
 	// cut command could match a grant the whole one would not.
 	if name, _ := sanitize.Line(in.ToolName, sanitize.LabelBytes); name == in.ToolName && len(command) <= sanitize.SendMaxBytes && utf8.ValidString(command) {

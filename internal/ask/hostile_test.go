@@ -82,6 +82,9 @@ func TestHostileInput_X3_CollieAsk(t *testing.T) {
 			}()
 			q := a.shown(t)
 			checkCard(t, q)
+			if want := hostileWhy + "\n" + longCommand(); len(q.Detail) < len(want)-40 || !strings.HasSuffix(q.Detail, "\n"+tailLine) {
+				t.Errorf("X3: the card's detail is %d bytes, not the whole %d-byte rationale (cleaned)", len(q.Detail), len(want))
+			}
 			if q.Title != "Deploy [8mhidden[0m niam to prod" { // the escapes' bytes go, their printable rest stays
 				t.Errorf("title %q", q.Title)
 			}
@@ -106,6 +109,9 @@ func TestHostileInput_X3_Hook(t *testing.T) {
 	ch := runAsk(a, string(in), "--hook", "claude")
 	q := a.shown(t)
 	checkCard(t, q)
+	if !strings.HasSuffix(q.Detail, "$ "+longCommand()) {
+		t.Errorf("X3: the card's detail is not the whole command (%d bytes, ends %q)", len(q.Detail), q.Detail[max(0, len(q.Detail)-40):])
+	}
 	a.answer(t, wire.AnswerRequest{RequestID: "y", Conversation: "main", Question: q.ID, Revision: q.Revision, OptionIDs: []string{"yes"}})
 	res := wait(t, ch)
 	if d := decode(t, res.stdout); d.PermissionDecision != "allow" || strings.Contains(res.stdout, "updatedInput") {
@@ -113,10 +119,10 @@ func TestHostileInput_X3_Hook(t *testing.T) {
 	}
 }
 
-// TestAsk_X3_OldAgentWithoutShortened: an agent from before the shortened
+// TestAsk_X3_OldAgentWithoutExtensions: an agent from before the shortened
 // field refuses it as an unknown field; collie ask asks again without it
 // rather than fail, and the card still counts the bytes not shown.
-func TestAsk_X3_OldAgentWithoutShortened(t *testing.T) {
+func TestAsk_X3_OldAgentWithoutExtensions(t *testing.T) {
 	dir, err := os.MkdirTemp("", "ask-old-")
 	if err != nil {
 		t.Fatal(err)

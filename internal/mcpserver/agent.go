@@ -107,9 +107,9 @@ func (a *agent) ask(ctx context.Context, r wire.AskRequest) (wire.AskReply, erro
 		case ctx.Err() != nil:
 			return wire.AskReply{}, ctx.Err()
 		case !asked && errors.As(err, &ref):
-			// An agent from before the shortened field: the same question
+			// An agent from before the shortened and detail fields: the same question
 			// without it, once.
-			if old, ok := r.WithoutShortened(ref.code, ref.message); ok {
+			if old, ok := r.WithoutExtensions(ref.code, ref.message); ok {
 				r = old
 				continue
 			}

@@ -25,7 +25,7 @@ func TestReadsAnnouncePush_D4(t *testing.T) {
 	if _, err := c.Snapshot(context.Background(), ""); err != nil {
 		t.Fatal(err)
 	}
-	if h := <-got; !wire.HasExtension(h, wire.ExtPush) {
+	if h := <-got; !wire.HasExtension(h, wire.ExtPush) || !wire.HasExtension(h, wire.ExtDetail) {
 		t.Fatalf("%s: %q, want it to name %q", wire.ExtensionsHeader, h, wire.ExtPush)
 	}
 }

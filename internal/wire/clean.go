@@ -117,7 +117,9 @@ func cleanQuestion(q *Question) string {
 	var t, r bool
 	q.Title, t = sanitize.Line(q.Title, sanitize.TitleBytes)
 	q.Rationale, r = sanitize.Block(q.Rationale, sanitize.RationaleBytes)
-	q.Shortened = q.Shortened || t || r
+	var d bool
+	q.Detail, d = sanitize.Block(q.Detail, DetailBytes)
+	q.Shortened = q.Shortened || t || r || d
 	if blank(q.Title) {
 		q.Title = q.ID
 	}

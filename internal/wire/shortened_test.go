@@ -27,19 +27,29 @@ func TestClean_X3_AgentMarkKept(t *testing.T) {
 	}
 }
 
-// TestAskRequest_WithoutShortened: an agent from before the field refuses
-// it as unknown; only that refusal makes the asker ask again without it.
-func TestAskRequest_WithoutShortened(t *testing.T) {
+// TestAskRequest_WithoutExtensions: an agent from before the shortened
+// and detail fields refuses them as unknown, or a detail's body as over
+// its cap; only those refusals make the asker ask again without them.
+func TestAskRequest_WithoutExtensions(t *testing.T) {
 	r := AskRequest{RequestID: "a", Kind: AskYesNo, Title: "T", Shortened: true}
-	if a, ok := r.WithoutShortened(CodeBadRequest, `the request body is not valid: unknown field "shortened" in the top-level object (names are case-sensitive)`); !ok || a.Shortened {
+	if a, ok := r.WithoutExtensions(CodeBadRequest, `the request body is not valid: unknown field "shortened" in the top-level object (names are case-sensitive)`); !ok || a.Shortened {
 		t.Fatalf("the old agent's refusal: %v %+v", ok, a)
 	}
-	for _, tc := range []struct{ code, msg string }{
-		{CodeBadRequest, `unknown field "shortenedX"`},
-		{CodeClosed, `"shortened"`},
+	d := AskRequest{RequestID: "a", Kind: AskYesNo, Title: "T", Detail: "the whole command"}
+	for _, tc := range []struct {
+		r         AskRequest
+		code, msg string
+		again     bool
+	}{
+		{d, CodeBadRequest, `unknown field "detail" in the top-level object`, true},
+		{d, CodeBodyTooLarge, `the cap is 65536 bytes; send less`, true},
+		{r, CodeBadRequest, `unknown field "shortenedX"`, false},
+		{r, CodeClosed, `"shortened"`, false},
+		{AskRequest{RequestID: "a"}, CodeBodyTooLarge, `the cap is 65536 bytes`, false},
 	} {
-		if _, ok := r.WithoutShortened(tc.code, tc.msg); ok {
-			t.Errorf("asked again after %s %s", tc.code, tc.msg)
+		a, ok := tc.r.WithoutExtensions(tc.code, tc.msg)
+		if ok != tc.again || ok && (a.Shortened || a.Detail != "") {
+			t.Errorf("%s %s: asked again %v, want %v (%+v)", tc.code, tc.msg, ok, tc.again, a)
 		}
 	}
 }

@@ -125,6 +125,10 @@ type Question struct {
 	// it for what it or the asker changed; the bridge sets it for what its
 	// own cleaning changes and never clears it.
 	Shortened bool `json:"shortened,omitempty"`
+	// Detail is the whole text the question is about (AskRequest.Detail),
+	// cleaned as a block and cut to DetailBytes, sent only to a bridge
+	// that announced the extension (ExtDetail).
+	Detail string `json:"detail,omitempty"`
 }
 
 // PushCopy is an agent's wording for a question's push notification (D4).
@@ -150,6 +154,8 @@ const (
 	ExtensionsHeader = "Collie-Extensions"
 	// ExtPush: the bridge takes a question's "push" (PushCopy).
 	ExtPush = "push"
+	// ExtDetail: the bridge takes a question's "detail".
+	ExtDetail = "detail"
 )
 
 // HasExtension reports whether the value of ExtensionsHeader names ext.

@@ -2,6 +2,9 @@ package board
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -84,4 +87,57 @@ func shownQuestion(t *testing.T, r *rig, title string) wire.Question {
 	}
 	t.Fatalf("no question %q", title)
 	return wire.Question{}
+}
+
+// TestAsk_X3_DetailOnlyToABridgeThatTakesIt: a question's detail, the whole
+// text a yes would run, is in the snapshot for a read that announces the
+// extension, cleaned and cut to its cap, and left out for one that does
+// not (a bridge from before it refuses an unknown field). A detail past
+// the board's budget is left out and the card marked shortened.
+func TestAsk_X3_DetailOnlyToABridgeThatTakesIt(t *testing.T) {
+	r := newRig(t, durable.Transport{Check: &durabletest.AllowAll{}}, Options{})
+	whole := strings.Repeat("echo filler-line\n", 6000) + "echo \u202ehidden-tail >> MARK"
+	askRaw(t, r, wire.AskRequest{RequestID: "d1", Kind: wire.AskYesNo, Title: "Run it?", Rationale: "head … tail", Shortened: true, Detail: whole})
+	read := func(ext string) string {
+		req, _ := http.NewRequest("GET", "http://agent"+wire.SnapshotPath, nil)
+		req.Header.Set(wire.VersionHeader, "1")
+		if ext != "" {
+			req.Header.Set(wire.ExtensionsHeader, ext)
+		}
+		resp, err := r.HC.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if body := read("push"); strings.Contains(body, `"detail"`) {
+		t.Fatalf("a read without the extension got a detail (%d bytes)", len(body))
+	}
+	s, _, err := wire.ParseSnapshot([]byte(read("push, " + wire.ExtDetail)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := durabletest.FindConv(s, "main").Questions[0]
+	if q.Detail != strings.ReplaceAll(whole, "\u202e", "") || !q.Shortened {
+		t.Fatalf("detail %d bytes (want %d, cleaned), shortened %v", len(q.Detail), len(whole)-3, q.Shortened)
+	}
+	t.Run("over_the_budget", func(t *testing.T) {
+		big := strings.Repeat("x", wire.DetailBytes)
+		for i := range detailBudget / wire.DetailBytes {
+			askRaw(t, r, wire.AskRequest{RequestID: fmt.Sprintf("big%d", i), Kind: wire.AskYesNo, Title: fmt.Sprintf("Big %d?", i), Detail: big})
+		}
+		s, _, err := wire.ParseSnapshot([]byte(read(wire.ExtDetail)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs := durabletest.FindConv(s, "main").Questions
+		for i, q := range qs {
+			kept := i < len(qs)-1 // the first question's and all but the last big one's fit
+			if (q.Detail != "") != kept || !q.Shortened && !kept {
+				t.Errorf("%s: detail %d bytes, shortened %v; want it kept %v", q.Title, len(q.Detail), q.Shortened, kept)
+			}
+		}
+	})
 }
