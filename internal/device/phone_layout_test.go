@@ -146,6 +146,18 @@ func TestPhoneLayout_390x844(t *testing.T) {
 		b.do("unfold", chromedp.Click(chromedp.CSS(`[data-question="q-why"] details.fold > summary`)))
 		b.until("the middle shown", `document.querySelector('[data-question="q-why"] details.fold').open && document.querySelector('[data-question="q-why"] .fold-middle').getBoundingClientRect().height > 0`, 5*time.Second)
 		b.shoot("collie-phone-q-why-open.png")
+		// The whole command, as a yes would run it, is a tap away too.
+		b.do("show the whole command", chromedp.Click(chromedp.CSS(`[data-question="q-cmd"] details.whole > summary`)))
+		var whole struct {
+			Length int
+			Tail   bool
+		}
+		b.eval(`(() => { const p = document.querySelector('[data-question="q-cmd"] details.whole[open] pre'); const s = p ? p.innerText : '';
+			return {length: s.length, tail: s.trimEnd().endsWith('echo hidden-tail >> MARK')}; })()`, &whole)
+		if whole.Length < 100000 || !whole.Tail {
+			t.Errorf("the whole command: %d characters shown, its last line there %v", whole.Length, whole.Tail)
+		}
+		b.shoot("collie-phone-q-cmd-whole.png")
 	})
 
 	t.Run("sent_stays_readable", func(t *testing.T) {
@@ -181,7 +193,7 @@ func longQuestions(t *testing.T) []string {
 	var out []string
 	for _, q := range []wire.Question{
 		{ID: "q-why", Kind: wire.AskYesNo, Title: "Migrate the orders table?", Rationale: why, Revision: 1},
-		{ID: "q-cmd", Kind: wire.AskYesNo, Title: hook.Title, Rationale: hook.Rationale, Revision: 1, ToolCall: hook.ToolCall, Shortened: hook.Shortened},
+		{ID: "q-cmd", Kind: wire.AskYesNo, Title: hook.Title, Rationale: hook.Rationale, Revision: 1, ToolCall: hook.ToolCall, Shortened: hook.Shortened, Detail: hook.Detail},
 	} {
 		b, err := json.Marshal(q)
 		if err != nil {

@@ -1555,6 +1555,7 @@
       q.shortened ? el('p', { class: 'badge shortened' }, 'Text shortened') : null,
       q.rationale ? folded(q.rationale, 'rationale', fk('rationale')) : null,
       answers,
+      typeof q.detail === 'string' && q.detail ? wholeText(q.detail, fk('detail')) : null,
       confirm,
       el('p', { class: 'msg ok', role: 'status' }, status),
       el('p', { class: 'msg error', role: 'alert' }, cs.error || ''));
@@ -1581,6 +1582,21 @@
       else openDetails.delete(key);
     });
     return el('div', { class: cls + ' folded' }, el('span', { class: 'fold-head' }, head), d, el('span', { class: 'fold-tail' }, tail));
+  }
+
+  // wholeText is a question's detail, the whole text a yes would run, one
+  // tap away: the rationale shows only its head and tail (X3).
+  function wholeText(text, key) {
+    const n = bytes(text);
+    const d = el('details', { class: 'fold whole', data: { focus: key } },
+      el('summary', null, 'Show the whole text (' + (n >= 10240 ? Math.round(n / 1024) + ' KB' : n + ' bytes') + ')'),
+      el('pre', { class: 'whole-text' }, el('code', null, text)));
+    if (openDetails.has(key)) d.open = true;
+    d.addEventListener('toggle', () => {
+      if (d.open) openDetails.add(key);
+      else openDetails.delete(key);
+    });
+    return d;
   }
 
   // someLines is how many of lines, from the first, hold three that are not
