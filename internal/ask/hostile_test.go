@@ -70,14 +70,29 @@ func checkCard(t *testing.T, q wire.Question) {
 // hostile title and a 100 KB rationale: the card is cleaned and marked,
 // the tail shown, and a yes is a yes.
 func TestHostileInput_X3_CollieAsk(t *testing.T) {
-	for _, prog := range []string{"collie ask", "collie-agent ask"} {
-		t.Run(strings.ReplaceAll(prog, " ", "_"), func(t *testing.T) {
+	for _, tc := range []struct {
+		name, prog string
+		remote     bool // an agent environment: through the bridge's agent API
+	}{
+		{"collie_ask", "collie ask", false},
+		{"collie-agent_ask", "collie-agent ask", false},
+		{"collie_ask_agent_environment", "collie ask", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			a := startAgent(t, board.Options{})
 			ch := make(chan askResult, 1)
 			go func() {
 				var out, errb bytes.Buffer
-				code := Main(context.Background(), []string{"--socket", a.path, "--yes-no", "--rationale", hostileWhy + "\n" + longCommand(), hostileTitle},
-					Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }, Prog: prog})
+				args := []string{"--yes-no", "--rationale", hostileWhy + "\n" + longCommand(), hostileTitle}
+				e := Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }, Prog: tc.prog}
+				if tc.remote {
+					// The agent API serves the same route on the agent's
+					// board (agentapi tests the bridge's side).
+					e.Remote = a.hc
+				} else {
+					args = append([]string{"--socket", a.path}, args...)
+				}
+				code := Main(context.Background(), args, e)
 				ch <- askResult{code, out.String(), errb.String()}
 			}()
 			q := a.shown(t)
