@@ -1573,14 +1573,8 @@
     if (head.length + tail.length + 1 >= text.length) return el('p', { class: cls }, text);
     const middle = text.slice(head.length, text.length - tail.length);
     const hidden = middle.split('\n').length - 1;
-    const d = el('details', { class: 'fold', data: { focus: key } },
-      el('summary', null, hidden > 1 ? 'Show the ' + hidden + ' lines between' : 'Show the ' + middle.length + ' characters between'),
-      el('span', { class: 'fold-middle' }, middle.replace(/^\n/, '').replace(/\n$/, '')));
-    if (openDetails.has(key)) d.open = true;
-    d.addEventListener('toggle', () => {
-      if (d.open) openDetails.add(key);
-      else openDetails.delete(key);
-    });
+    const what = hidden > 1 ? ' the ' + hidden + ' lines between' : ' the ' + middle.length + ' characters between';
+    const d = foldable('fold', key, what, el('span', { class: 'fold-middle' }, middle.replace(/^\n/, '').replace(/\n$/, '')));
     return el('div', { class: cls + ' folded' }, el('span', { class: 'fold-head' }, head), d, el('span', { class: 'fold-tail' }, tail));
   }
 
@@ -1588,13 +1582,22 @@
   // tap away: the rationale shows only its head and tail (X3).
   function wholeText(text, key) {
     const n = bytes(text);
-    const d = el('details', { class: 'fold whole', data: { focus: key } },
-      el('summary', null, 'Show the whole text (' + (n >= 10240 ? Math.round(n / 1024) + ' KB' : n + ' bytes') + ')'),
+    return foldable('fold whole', key, ' the whole text (' + (n >= 10240 ? Math.round(n / 1024) + ' KB' : n + ' bytes') + ')',
       el('pre', { class: 'whole-text' }, el('code', null, text)));
+  }
+
+  // foldable is a details element whose summary says "Show" or "Hide"
+  // what, open across renders while key is in openDetails.
+  function foldable(cls, key, what, body) {
+    const sum = el('summary', null, 'Show' + what);
+    const d = el('details', { class: cls, data: { focus: key } }, sum, body);
+    const label = () => { sum.textContent = (d.open ? 'Hide' : 'Show') + what; };
     if (openDetails.has(key)) d.open = true;
+    label();
     d.addEventListener('toggle', () => {
       if (d.open) openDetails.add(key);
       else openDetails.delete(key);
+      label();
     });
     return d;
   }
