@@ -14,8 +14,8 @@ func TestClean_X3_AgentMarkKept(t *testing.T) {
 		{"agent_marked_clean_text", Question{ID: "q1", Kind: AskYesNo, Title: "Run it?", Shortened: true}, true},
 		{"bridge_cleans", Question{ID: "q2", Kind: AskYesNo, Title: "Run \u202eit?"}, true},
 		{"clean_unmarked", Question{ID: "q3", Kind: AskYesNo, Title: "Run it?"}, false},
-		{"option_label_cleaned", Question{ID: "q4", Kind: AskChoice, Title: "Which?", Options: []Option{{ID: "a", Label: "Keep ‮all"}, {ID: "b", Label: "Drop"}}}, true},
-		{"field_label_cleaned", Question{ID: "q5", Kind: AskForm, Title: "Who?", Fields: []Field{{ID: "n", Label: "Na​me"}}}, true},
+		{"option_label_cleaned", Question{ID: "q4", Kind: AskChoice, Title: "Which?", Options: []Option{{ID: "a", Label: "Keep \u202eall"}, {ID: "b", Label: "Drop"}}}, true},
+		{"field_label_cleaned", Question{ID: "q5", Kind: AskForm, Title: "Who?", Fields: []Field{{ID: "n", Label: "Na\u200bme"}}}, true},
 		{"labels_clean", Question{ID: "q6", Kind: AskChoice, Title: "Which?", Options: []Option{{ID: "a", Label: "Keep"}, {ID: "b", Label: "Drop"}}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
