@@ -15,6 +15,7 @@ import (
 	"github.com/collie-linux/collie/internal/agentwire"
 	"github.com/collie-linux/collie/internal/agentwire/agentwiretest"
 	"github.com/collie-linux/collie/internal/upstream"
+	"github.com/collie-linux/collie/internal/wire"
 )
 
 // brokenBoards cannot give a board.
@@ -83,7 +84,7 @@ func TestEveryRefusalAsDocumented_R9(t *testing.T) {
 		{name: "no access token", method: "GET", path: agentwire.WhoamiPath, status: 401, code: agentwire.CodeInvalid},
 		{name: "a bare access token", method: "GET", path: agentwire.QuestionsPath, hdr: map[string]string{"Authorization": sess["access_token"].(string)}, status: 401, code: agentwire.CodeInvalid},
 		{name: "ask not an ask", method: "POST", path: agentwire.AskPath, body: `{"title":`, hdr: bearer, status: 400, code: "bad-request"},
-		{name: "ask too large", method: "POST", path: agentwire.AskPath, body: `{"title":"` + strings.Repeat("a", 1<<20) + `"}`, hdr: bearer, status: 413, code: "body-too-large"},
+		{name: "ask too large", method: "POST", path: agentwire.AskPath, body: `{"title":"` + strings.Repeat("a", wire.AskCap) + `"}`, hdr: bearer, status: 413, code: "body-too-large"},
 		{name: "board unreachable", method: "POST", path: agentwire.AskPath, body: `{"title":"q"}`, hdr: bearer, status: 503, code: agentwire.CodeTemporarilyUnavailable,
 			api: New(Options{Store: r.store, Boards: brokenBoards{}, Base: func() string { return "https://b" }})},
 		{name: "no such path", method: "GET", path: agentwire.AgentAPIPrefix + "/v1/nothing", status: 404, code: agentwire.CodeNotFound},

@@ -56,7 +56,7 @@ Kinds (exactly one):
 
 Options:
   --title TEXT              the question (or give it as the last argument)
-  --rationale TEXT          why it is asked (up to 2048 bytes)
+  --rationale TEXT          why it is asked (past 2048 bytes, its head and tail are shown)
   --tool-call KEY           asking again with the same KEY returns the first decision (one push per tool call)
   --tool NAME               the tool the question gates, for "always allow"
   --command CMD             the tool's command, for "always allow"
@@ -189,10 +189,20 @@ func Run(ctx context.Context, args []string, e Env) error {
 	case len(rest) > 0:
 		return usageErr("unexpected argument %q; give the title once, with --title or as the last argument", rest[0])
 	}
-	if title == "" {
+	// A title or rationale that cleaning changes (escapes, direction or
+	// invisible characters, more than its limit) is shown cleaned, the
+	// rationale's head and tail with the bytes not shown counted between
+	// them, and the card says "Text shortened" (X3).
+	title, titleChanged := sanitize.Line(title, sanitize.TitleBytes)
+	if strings.TrimSpace(title) == "" {
 		return usageErr("the question has no title; give --title TEXT")
 	}
-	r := wire.AskRequest{RequestID: newID("ask"), Title: title, Rationale: rationale, ToolCall: key, TimeoutSeconds: int64(timeout.Round(time.Second) / time.Second)}
+	excerpt, rationaleChanged := Excerpt(rationale, sanitize.RationaleBytes)
+	r := wire.AskRequest{RequestID: newID("ask"), Title: title, Rationale: excerpt, ToolCall: key, TimeoutSeconds: int64(timeout.Round(time.Second) / time.Second),
+		Shortened: titleChanged || rationaleChanged}
+	if rationaleChanged {
+		r.Detail = DetailOf(rationale) // the whole of it, a tap away on the card
+	}
 	if timeout > 0 && r.TimeoutSeconds == 0 {
 		r.TimeoutSeconds = 1
 	}

@@ -315,6 +315,9 @@ func TestQuestionFor(t *testing.T) {
 			if r.Title != tt.title || !strings.HasPrefix(r.ToolCall, tt.key) || r.Tool == nil || r.Tool.Name != tt.tool || r.Tool.Command != tt.command || !strings.Contains(r.Rationale, tt.rationale) {
 				t.Fatalf("got title %q key %q tool %+v rationale %q", r.Title, r.ToolCall, r.Tool, r.Rationale)
 			}
+			if r.Shortened || r.Detail != "" {
+				t.Fatalf("X3: a short, clean tool call is marked shortened (%v) or carries a detail (%d bytes)", r.Shortened, len(r.Detail))
+			}
 		})
 	}
 	t.Run("D9_key_without_tool_use_id_is_stable", func(t *testing.T) {

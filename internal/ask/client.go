@@ -219,6 +219,14 @@ func (c *client) wait(ctx context.Context, r wire.AskRequest, deadline time.Time
 			}
 			failingSince, first = time.Time{}, false
 			continue
+		case errors.As(err, &ae) && first:
+			// An agent from before the shortened and detail fields: the same question
+			// without it, once.
+			if old, ok := r.WithoutExtensions(ae.Code, ae.Message); ok {
+				r = old
+				continue
+			}
+			return wire.AskReply{}, err
 		case errors.As(err, &ae), ctx.Err() != nil:
 			return wire.AskReply{}, err
 		case first:

@@ -5,6 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/collie-linux/collie/internal/sanitize"
+	"github.com/collie-linux/collie/internal/wire"
 )
 
 // Excerpt fits s into limit bytes for a card: cleaned as a block (lines
@@ -49,4 +50,16 @@ func cutFront(s string, n int) string {
 		i++
 	}
 	return s[i:]
+}
+
+// DetailOf is s as a question's detail, the whole text a card shows on a
+// tap when its rationale holds only an excerpt: s itself up to
+// wire.DetailBytes, its head and tail past that (the card is marked
+// shortened either way). The agent cleans it like the rationale.
+func DetailOf(s string) string {
+	if len(s) <= wire.DetailBytes && utf8.ValidString(s) {
+		return s
+	}
+	out, _ := Excerpt(s, wire.DetailBytes)
+	return out
 }

@@ -175,16 +175,20 @@ func QuestionFor(in PreToolUse) wire.AskRequest {
 		title = "Use " + in.ToolName
 		detail = compact(in.ToolInput)
 	}
-	title = "Claude Code: " + title
-	title, _ = sanitize.Line(title, sanitize.TitleBytes)
-	where := ""
+	// Every cleaning and cut below is told on the card (X3): the flags
+	// become the request's shortened mark.
+	title, t := sanitize.Line("Claude Code: "+title, sanitize.TitleBytes)
+	where, w := "", false
 	if in.Cwd != "" {
-		where, _ = sanitize.Line(in.Cwd, sanitize.RationaleBytes/4)
+		where, w = sanitize.Line(in.Cwd, sanitize.RationaleBytes/4)
 		where = "\n\nin " + where
 	}
-	rationale, _ := Excerpt(strings.TrimSpace(detail), sanitize.RationaleBytes-len(where))
-	rationale, _ = sanitize.Block(strings.TrimSpace(rationale+where), sanitize.RationaleBytes)
-	r := wire.AskRequest{Kind: wire.AskYesNo, Title: title, Rationale: rationale, ToolCall: toolCallKey(in)}
+	rationale, e := Excerpt(strings.TrimSpace(detail), sanitize.RationaleBytes-len(where))
+	rationale, b := sanitize.Block(strings.TrimSpace(rationale+where), sanitize.RationaleBytes)
+	r := wire.AskRequest{Kind: wire.AskYesNo, Title: title, Rationale: rationale, ToolCall: toolCallKey(in), Shortened: t || w || e || b}
+	if e {
+		r.Detail = DetailOf(strings.TrimSpace(detail))
+	}
 	// A command too long to send whole takes no part in "always allow": a
 	// cut command could match a grant the whole one would not.
 	if name, _ := sanitize.Line(in.ToolName, sanitize.LabelBytes); name == in.ToolName && len(command) <= sanitize.SendMaxBytes && utf8.ValidString(command) {

@@ -1,6 +1,7 @@
 package device
 
 import (
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/collie-linux/collie/internal/ask"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -22,7 +24,7 @@ import (
 // to COLLIE_WEB_SCREENSHOT_DIR, or a temporary folder the log names.
 func TestPhoneLayout_390x844(t *testing.T) {
 	chromium := needChromium(t)
-	s := agentSnapshot(t)
+	s := agentSnapshot(t, longQuestions(t)...)
 	// A tool whose output has a line far wider than a phone.
 	c := &s.Spaces[0].Tabs[0].Conversations[0]
 	c.Items = append(c.Items, wire.Item{ID: "i9", Kind: wire.KindToolCall, Tool: &wire.ToolCall{Name: "Bash", Status: "done", Summary: "ls -l",
@@ -109,6 +111,54 @@ func TestPhoneLayout_390x844(t *testing.T) {
 		}
 	})
 
+	t.Run("X3_answers_under_the_title", func(t *testing.T) {
+		b.t = t
+		for _, id := range []string{"q-why", "q-cmd"} {
+			var got struct {
+				Title, Yes, Column, View float64
+				Tail, Folded             bool
+			}
+			b.eval(`(() => {
+				const q = document.querySelector('[data-question="`+id+`"]');
+				const h = q.querySelector('h4');
+				h.scrollIntoView({block: 'start'});
+				window.scrollBy(0, -64); // out from under the page's header
+				const top = h.getBoundingClientRect().top;
+				const r = q.querySelector('.rationale');
+				const tail = r.querySelector('.fold-tail');
+				return {title: h.getBoundingClientRect().bottom - top, yes: q.querySelector('[data-answer="yes"]').getBoundingClientRect().bottom - top,
+					column: r.clientWidth, view: window.innerWidth, folded: !!r.querySelector('details.fold:not([open])'),
+					tail: !!tail && tail.innerText.includes('echo hidden-tail >> MARK') || !tail && false};
+			})()`, &got)
+			if !got.Folded || got.Yes > 420 {
+				t.Errorf("%s: folded %v; Yes ends %v px under the title's top, want it on the first screen, within 420 px", id, got.Folded, got.Yes)
+			}
+			if got.Column < 330 {
+				t.Errorf("%s: the text column is %v of %v px; the nested boxes take the rest", id, got.Column, got.View)
+			}
+			if id == "q-cmd" && !got.Tail {
+				t.Errorf("%s: the command's last line is not in view on the folded card", id)
+			}
+			b.shoot("collie-phone-" + id + ".png")
+		}
+		// The rest is one tap away.
+		b.do("unfold", chromedp.Click(chromedp.CSS(`[data-question="q-why"] details.fold > summary`)))
+		b.until("the middle shown", `document.querySelector('[data-question="q-why"] details.fold').open && document.querySelector('[data-question="q-why"] .fold-middle').getBoundingClientRect().height > 0`, 5*time.Second)
+		b.shoot("collie-phone-q-why-open.png")
+		// The whole command, as a yes would run it, is a tap away too.
+		b.do("show the whole command", chromedp.Click(chromedp.CSS(`[data-question="q-cmd"] details.whole > summary`)))
+		var whole struct {
+			Length int
+			Tail   bool
+		}
+		b.eval(`(() => { const p = document.querySelector('[data-question="q-cmd"] details.whole[open] pre'); const s = p ? p.innerText : '';
+			return {length: s.length, tail: s.trimEnd().endsWith('echo hidden-tail >> MARK')}; })()`, &whole)
+		if whole.Length < 100000 || !whole.Tail {
+			t.Errorf("the whole command: %d characters shown, its last line there %v", whole.Length, whole.Tail)
+		}
+		b.shoot("collie-phone-q-cmd-whole.png")
+	})
+
 	t.Run("sent_stays_readable", func(t *testing.T) {
 		b.t = t
 		b.do("tap Yes", chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-question="q-yes"]').scrollIntoView({block: 'center'})`),
@@ -128,4 +178,27 @@ func TestPhoneLayout_390x844(t *testing.T) {
 		}
 		b.shoot("collie-phone-sent.png")
 	})
+}
+
+// longQuestions are two cards that used to push their answers screens
+// down: a 1.4 KB rationale, and the hook's card of a 100 KB command whose
+// last line is what a yes runs last.
+func longQuestions(t *testing.T) []string {
+	t.Helper()
+	why := strings.Repeat("The migration rewrites every row of the orders table and takes the site read-only while it runs. ", 14)
+	cmd := strings.Repeat("echo filler-line\n", 6000) + "echo hidden-tail >> MARK"
+	in, _ := json.Marshal(map[string]string{"command": cmd, "description": "Run the data migration"})
+	hook := ask.QuestionFor(ask.PreToolUse{ToolName: "Bash", ToolInput: in, ToolUseID: "toolu_big", Cwd: "/home/u/app"})
+	var out []string
+	for _, q := range []wire.Question{
+		{ID: "q-why", Kind: wire.AskYesNo, Title: "Migrate the orders table?", Rationale: why, Revision: 1},
+		{ID: "q-cmd", Kind: wire.AskYesNo, Title: hook.Title, Rationale: hook.Rationale, Revision: 1, ToolCall: hook.ToolCall, Shortened: hook.Shortened, Detail: hook.Detail},
+	} {
+		b, err := json.Marshal(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(b))
+	}
+	return out
 }

@@ -180,12 +180,12 @@ func TestSetSnapshotOverCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := s.snap.etag
+	before := s.snaps[0].etag
 	big := &wire.Snapshot{Starters: []wire.Starter{{ID: "x", Label: strings.Repeat("a", wire.SnapshotCap)}}}
 	if err := s.SetSnapshot(big); err == nil {
 		t.Fatal("X4: a snapshot over 4 MiB was accepted")
 	}
-	if s.snap.etag != before {
+	if s.snaps[0].etag != before {
 		t.Fatal("a refused snapshot replaced the previous one")
 	}
 }

@@ -44,10 +44,13 @@ import (
 type Server struct {
 	log *slog.Logger
 
-	mu       sync.RWMutex
-	hello    []byte
-	snap     encoded // what a local listener shows
-	snapNoAA encoded // the same without "always allow" offers (K3)
+	mu    sync.RWMutex
+	hello []byte
+	// snaps is the snapshot in its four forms (encodings): what a local
+	// listener shows, without "always allow" offers for the token
+	// transport (K3), and each without the questions' details for a
+	// bridge that does not take them.
+	snaps encodings
 
 	// source, when set, builds the snapshot; dirty says it changed since
 	// it was last encoded. Encoding waits for the next read.
@@ -101,13 +104,16 @@ func NewServer(h wire.Hello, log *slog.Logger) (*Server, error) {
 // SetSnapshot replaces the state the agent shows. A snapshot over the cap is
 // refused and the previous one stays.
 func (s *Server) SetSnapshot(snap *wire.Snapshot) error {
-	full, noAA, err := encodeSnapshot(snap)
+	e, err := encodeSnapshot(snap)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	changed := s.snap.etag != full.etag || s.snapNoAA.etag != noAA.etag
-	s.snap, s.snapNoAA = full, noAA
+	changed := false
+	for i := range e {
+		changed = changed || s.snaps[i].etag != e[i].etag
+	}
+	s.snaps = e
 	s.mu.Unlock()
 	if changed {
 		s.notify()
@@ -115,15 +121,39 @@ func (s *Server) SetSnapshot(snap *wire.Snapshot) error {
 	return nil
 }
 
-// encodeSnapshot encodes snap twice: as it is, and with every "always
-// allow" offer taken out, for the token transport (K3).
-func encodeSnapshot(snap *wire.Snapshot) (full, noAA encoded, err error) {
-	full, err = encodeOne(snap)
-	if err != nil {
-		return
+// encodeSnapshot encodes snap as it is, and with every "always allow"
+// offer taken out, for the token transport (K3). Each comes in two forms:
+// with the questions' details, and without them for a bridge that did not
+// announce the extension (wire.ExtDetail), which would refuse the whole
+// snapshot for an unknown field.
+func encodeSnapshot(snap *wire.Snapshot) (e encodings, err error) {
+	aa, details := has(snap, func(q *wire.Question) bool { return q.AllowAlways || q.AlwaysScope != nil }),
+		has(snap, func(q *wire.Question) bool { return q.Detail != "" })
+	for i := range e {
+		noAA, noDetail := i&1 != 0, i&2 != 0
+		switch {
+		case noAA && !aa:
+			e[i] = e[i&^1]
+		case noDetail && !details:
+			e[i] = e[i&^2]
+		default:
+			if e[i], err = encodeOne(without(snap, noAA, noDetail)); err != nil {
+				return e, err
+			}
+		}
 	}
-	if !offersAlways(snap) {
-		return full, full, nil
+	return e, nil
+}
+
+// encodings are a snapshot's four forms, by index: bit 1 set without the
+// "always allow" offers, bit 2 set without the details.
+type encodings [4]encoded
+
+// without is snap with the always-allow offers and the details taken out,
+// as asked; snap itself when nothing is.
+func without(snap *wire.Snapshot, noAA, noDetail bool) *wire.Snapshot {
+	if !noAA && !noDetail {
+		return snap
 	}
 	c := *snap
 	c.Spaces = make([]wire.Space, len(snap.Spaces))
@@ -136,22 +166,27 @@ func encodeSnapshot(snap *wire.Snapshot) (full, noAA encoded, err error) {
 				cv := &tb.Conversations[k]
 				cv.Questions = append([]wire.Question(nil), cv.Questions...)
 				for l := range cv.Questions {
-					cv.Questions[l].AllowAlways, cv.Questions[l].AlwaysScope = false, nil
+					q := &cv.Questions[l]
+					if noAA {
+						q.AllowAlways, q.AlwaysScope = false, nil
+					}
+					if noDetail {
+						q.Detail = ""
+					}
 				}
 			}
 		}
 		c.Spaces[i] = sp
 	}
-	noAA, err = encodeOne(&c)
-	return
+	return &c
 }
 
-func offersAlways(snap *wire.Snapshot) bool {
+func has(snap *wire.Snapshot, f func(*wire.Question) bool) bool {
 	for _, sp := range snap.Spaces {
 		for _, tb := range sp.Tabs {
 			for _, cv := range tb.Conversations {
-				for _, q := range cv.Questions {
-					if q.AllowAlways || q.AlwaysScope != nil {
+				for i := range cv.Questions {
+					if f(&cv.Questions[i]) {
 						return true
 					}
 				}
@@ -199,8 +234,9 @@ func (s *Server) Changed() {
 }
 
 // current returns the encoded snapshot for t, building it first when the
-// source changed.
-func (s *Server) current(t Transport) encoded {
+// source changed, with the questions' details when the read announced it
+// takes them.
+func (s *Server) current(t Transport, details bool) encoded {
 	if s.dirty.Load() {
 		s.buildMu.Lock()
 		if s.dirty.Swap(false) {
@@ -217,10 +253,14 @@ func (s *Server) current(t Transport) encoded {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	i := 0
 	if t.Remote {
-		return s.snapNoAA
+		i |= 1
 	}
-	return s.snap
+	if !details {
+		i |= 2
+	}
+	return s.snaps[i]
 }
 
 // CallerChecker is the caller check: callercheck.Checker, or a stand-in
@@ -399,7 +439,7 @@ func (s *Server) serveSnapshot(w http.ResponseWriter, r *http.Request, t Transpo
 		s.serveWaiting(w, r, t, secs)
 		return
 	}
-	e := s.current(t)
+	e := s.current(t, takesDetail(r))
 	w.Header().Set("ETag", e.etag)
 	if etagMatch(r.Header.Get("If-None-Match"), e.etag) {
 		w.WriteHeader(http.StatusNotModified)
@@ -455,4 +495,9 @@ func versioned(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// takesDetail reports whether the read announced the detail extension.
+func takesDetail(r *http.Request) bool {
+	return wire.HasExtension(r.Header.Get(wire.ExtensionsHeader), wire.ExtDetail)
 }

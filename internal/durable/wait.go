@@ -42,7 +42,7 @@ func (s *Server) serveWaiting(w http.ResponseWriter, r *http.Request, t Transpor
 		// Take the channel before reading the snapshot: a change after
 		// the read closes it, so none is missed.
 		changed := s.changes()
-		e := s.current(t)
+		e := s.current(t, takesDetail(r))
 		h := w.Header()
 		h.Set("ETag", e.etag)
 		if inm == "" || !etagMatch(inm, e.etag) {

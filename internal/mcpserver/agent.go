@@ -102,9 +102,18 @@ func (a *agent) ask(ctx context.Context, r wire.AskRequest) (wire.AskReply, erro
 		err := a.call(rctx, wire.AskPath, r, &rep)
 		cancel()
 		var un *unreachable
+		var ref *refusal
 		switch {
 		case ctx.Err() != nil:
 			return wire.AskReply{}, ctx.Err()
+		case !asked && errors.As(err, &ref):
+			// An agent from before the shortened and detail fields: the same question
+			// without it, once.
+			if old, ok := r.WithoutExtensions(ref.code, ref.message); ok {
+				r = old
+				continue
+			}
+			return wire.AskReply{}, err
 		case err == nil:
 			if rep.Status != wire.StatusPending {
 				return rep, nil

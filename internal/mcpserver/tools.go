@@ -11,6 +11,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/collie-linux/collie/internal/ask"
 	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/wire"
 )
@@ -209,7 +210,9 @@ func (s *Server) askHuman(ctx context.Context, req *mcp.CallToolRequest, r wire.
 		// A cut or cleaned question says so under it, not by hiding words.
 		details = title + "\n\n" + details
 	}
-	r.Rationale, _ = sanitize.Block(strings.TrimSpace(details), sanitize.RationaleBytes)
+	var cut bool
+	r.Rationale, cut = ask.Excerpt(strings.TrimSpace(details), sanitize.RationaleBytes)
+	r.Shortened = changed || cut // the card says "Text shortened" (X3)
 	return s.ask(ctx, req, r, timeout)
 }
 

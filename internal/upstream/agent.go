@@ -85,8 +85,9 @@ func (r *reader) get(ctx context.Context, path, etag string, wait int) (*http.Re
 		return nil, fmt.Errorf("build request: %w", err)
 	}
 	req.Header.Set(wire.VersionHeader, strconv.Itoa(wire.Version))
-	// The bridge takes a question's push wording (D4, issue 12).
-	req.Header.Set(wire.ExtensionsHeader, wire.ExtPush)
+	// The bridge takes a question's push wording (D4) and its detail, the
+	// whole text a yes would run (X3).
+	req.Header.Set(wire.ExtensionsHeader, wire.ExtPush+", "+wire.ExtDetail)
 	if etag != "" {
 		req.Header.Set("If-None-Match", etag)
 	}

@@ -117,7 +117,9 @@ func cleanQuestion(q *Question) string {
 	var t, r bool
 	q.Title, t = sanitize.Line(q.Title, sanitize.TitleBytes)
 	q.Rationale, r = sanitize.Block(q.Rationale, sanitize.RationaleBytes)
-	q.Shortened = t || r
+	var d bool
+	q.Detail, d = sanitize.Block(q.Detail, DetailBytes)
+	q.Shortened = q.Shortened || t || r || d
 	if blank(q.Title) {
 		q.Title = q.ID
 	}
@@ -143,7 +145,9 @@ func cleanQuestion(q *Question) string {
 	case AskChoice:
 		q.Fields = nil
 		q.Options = keep(q.Options, nil, "", "option", func(o *Option) string { return o.ID }, func(o *Option) bool {
-			o.Label, _ = sanitize.Line(o.Label, sanitize.LabelBytes)
+			var changed bool
+			o.Label, changed = sanitize.Line(o.Label, sanitize.LabelBytes)
+			q.Shortened = q.Shortened || changed // an answer's words are part of the card (X3)
 			return !blank(o.Label)
 		})
 		if len(q.Options) == 0 {
@@ -152,7 +156,9 @@ func cleanQuestion(q *Question) string {
 	case AskForm:
 		q.Options = nil
 		q.Fields = keep(q.Fields, nil, "", "field", func(f *Field) string { return f.ID }, func(f *Field) bool {
-			f.Label = labelOr(f.Label, f.ID)
+			label, changed := sanitize.Line(f.Label, sanitize.LabelBytes)
+			q.Shortened = q.Shortened || changed
+			f.Label = labelOr(label, f.ID)
 			return true
 		})
 		if len(q.Fields) == 0 {

@@ -119,9 +119,16 @@ type Question struct {
 	// only to a bridge that announced the extension (ExtPush).
 	Push *PushCopy `json:"push,omitempty"`
 
-	// Shortened is set by the bridge, never by the agent: cleaning changed the
-	// title or rationale, so the card carries a "Text shortened" mark (X3).
+	// Shortened puts a "Text shortened" mark on the card (X3): the title or
+	// rationale was cleaned or cut on its way, by the program that asked
+	// (AskRequest.Shortened), by the agent or by the bridge. An agent sets
+	// it for what it or the asker changed; the bridge sets it for what its
+	// own cleaning changes and never clears it.
 	Shortened bool `json:"shortened,omitempty"`
+	// Detail is the whole text the question is about (AskRequest.Detail),
+	// cleaned as a block and cut to DetailBytes, sent only to a bridge
+	// that announced the extension (ExtDetail).
+	Detail string `json:"detail,omitempty"`
 }
 
 // PushCopy is an agent's wording for a question's push notification (D4).
@@ -147,6 +154,8 @@ const (
 	ExtensionsHeader = "Collie-Extensions"
 	// ExtPush: the bridge takes a question's "push" (PushCopy).
 	ExtPush = "push"
+	// ExtDetail: the bridge takes a question's "detail".
+	ExtDetail = "detail"
 )
 
 // HasExtension reports whether the value of ExtensionsHeader names ext.

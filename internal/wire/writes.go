@@ -46,6 +46,14 @@ const (
 	ReplyCap = 256 << 10
 	// ReasonBytes is the longest note a human may give with an answer.
 	ReasonBytes = 2048
+	// DetailBytes limits the whole text a question is about (AskRequest and
+	// Question detail): a tool's command or a file's content, shown whole
+	// on the card when asked for. A longer one is sent as its head and
+	// tail (see ask.Excerpt).
+	DetailBytes = 256 << 10
+	// AskCap is the largest ask request body an agent reads: WriteCap, and
+	// room for a detail of DetailBytes with every byte escaped in JSON.
+	AskCap = WriteCap + 6*DetailBytes
 	// MaxAskWait is the longest an ask request waits for a decision before
 	// the agent replies "pending" and the asker asks again.
 	MaxAskWait = 50
@@ -186,6 +194,31 @@ type AskRequest struct {
 	// Conversation, when set, is the open conversation to ask in (one a
 	// local program opened, LocalOpenPath); otherwise the agent's own.
 	Conversation string `json:"conversation,omitempty"`
+	// Shortened says the asker cleaned or cut the title or rationale
+	// before sending it (a hostile title, a tool's input too long for the
+	// rationale): the card carries the "Text shortened" mark (X3).
+	Shortened bool `json:"shortened,omitempty"`
+	// Detail is the whole text the question is about, as a yes would run
+	// it (a tool's command, a file's content), up to DetailBytes: the card
+	// shows it on a tap, while the rationale shows its head and tail.
+	Detail string `json:"detail,omitempty"`
+}
+
+// WithoutExtensions is r as an agent from before the shortened and detail
+// fields takes it: ok when code and message, the agent's refusal of r, say
+// it did not know them (an unknown field, or a body over the old cap), so
+// asking again without them may succeed. The rationale's own "bytes not
+// shown" line still tells the reader what is left out.
+func (a AskRequest) WithoutExtensions(code, message string) (AskRequest, bool) {
+	if !a.Shortened && a.Detail == "" {
+		return a, false
+	}
+	unknown := code == CodeBadRequest && (strings.Contains(message, `"shortened"`) || strings.Contains(message, `"detail"`))
+	if !unknown && code != CodeBodyTooLarge {
+		return a, false
+	}
+	a.Shortened, a.Detail = false, ""
+	return a, true
 }
 
 // Statuses of an asked question.
@@ -254,9 +287,13 @@ var ErrBodyTooLarge = errors.New("the request body is over its size cap")
 // its Content-Length, or -1), decodes it into v with the closed schema and
 // validates it.
 func DecodeRequest(r io.Reader, length int64, v Request) error {
-	data, err := ReadCapped(r, length, WriteCap)
+	limit := WriteCap
+	if _, ok := v.(*AskRequest); ok {
+		limit = AskCap // a question may carry a tool's whole input
+	}
+	data, err := ReadCapped(r, length, limit)
 	if errors.Is(err, ErrTooLarge) {
-		return fmt.Errorf("%w: the cap is %d bytes; send less", ErrBodyTooLarge, WriteCap)
+		return fmt.Errorf("%w: the cap is %d bytes; send less", ErrBodyTooLarge, limit)
 	}
 	if err != nil {
 		return err
@@ -460,6 +497,9 @@ func (a *AskRequest) Validate() error {
 	}
 	if len(a.Rationale) > sanitize.RationaleBytes || !utf8.ValidString(a.Rationale) {
 		return fmt.Errorf("the rationale must be valid UTF-8 of at most %d bytes", sanitize.RationaleBytes)
+	}
+	if len(a.Detail) > DetailBytes || !utf8.ValidString(a.Detail) {
+		return fmt.Errorf("the detail must be valid UTF-8 of at most %d bytes", DetailBytes)
 	}
 	if err := checkOptionalID("toolCall", a.ToolCall); err != nil {
 		return err

@@ -20,6 +20,10 @@
   const BELT_MAX = 4; // D2
   const CONFIRM_DELAY = 600; // ms before the always-allow confirmation can be tapped
   const SEP = ' '; // joins ids into keys: an id never holds a space (X5)
+  // A text longer than this (characters or lines) is folded on its card.
+  const FOLD_CHARS = 360;
+  const FOLD_LINES = 8;
+  const FOLD_PART = 160; // characters of its head, and of its tail, left in view
   const PAIRED_FLAG = 'collie.paired'; // not a secret: only "this browser paired once"
 
   const main = document.getElementById('main');
@@ -1549,11 +1553,80 @@
     return el('section', { class: 'question' + (cs.done ? ' done' : ''), 'aria-labelledby': titleId, 'aria-busy': cs.busy ? 'true' : null, data: { question: q.id, qkey: qk } },
       el('h4', { id: titleId, tabindex: '-1' }, q.title || q.id),
       q.shortened ? el('p', { class: 'badge shortened' }, 'Text shortened') : null,
-      q.rationale ? el('p', { class: 'rationale' }, q.rationale) : null,
+      q.rationale ? folded(q.rationale, 'rationale', fk('rationale')) : null,
       answers,
+      typeof q.detail === 'string' && q.detail ? wholeText(q.detail, fk('detail')) : null,
       confirm,
       el('p', { class: 'msg ok', role: 'status' }, status),
       el('p', { class: 'msg error', role: 'alert' }, cs.error || ''));
+  }
+
+  // folded draws a long text (a rationale, a tool's input) as its head and
+  // its tail with the rest one tap away, so a question's answers stay right
+  // under its title on a phone (X3: nothing is hidden without saying so).
+  // key keeps the fold open across renders.
+  function folded(text, cls, key) {
+    const lines = text.split('\n');
+    if (text.length <= FOLD_CHARS && lines.length <= FOLD_LINES) return el('p', { class: cls }, text);
+    const head = foldEnd(lines.slice(0, someLines(lines)).join('\n'), FOLD_PART, false);
+    const tail = foldEnd(lines.slice(lines.length - someLines(lines.slice().reverse())).join('\n'), FOLD_PART, true);
+    if (head.length + tail.length + 1 >= text.length) return el('p', { class: cls }, text);
+    const middle = text.slice(head.length, text.length - tail.length);
+    const hidden = middle.split('\n').length - 1;
+    const what = hidden > 1 ? ' the ' + hidden + ' lines between' : ' the ' + middle.length + ' characters between';
+    const d = foldable('fold', key, what, el('span', { class: 'fold-middle' }, middle.replace(/^\n/, '').replace(/\n$/, '')));
+    return el('div', { class: cls + ' folded' }, el('span', { class: 'fold-head' }, head), d, el('span', { class: 'fold-tail' }, tail));
+  }
+
+  // wholeText is a question's detail, the whole text a yes would run, one
+  // tap away: the rationale shows only its head and tail (X3).
+  function wholeText(text, key) {
+    const n = bytes(text);
+    return foldable('fold whole', key, ' the whole text (' + (n >= 10240 ? Math.round(n / 1024) + ' KB' : n + ' bytes') + ')',
+      el('pre', { class: 'whole-text' }, el('code', null, text)));
+  }
+
+  // foldable is a details element whose summary says "Show" or "Hide"
+  // what, open across renders while key is in openDetails.
+  function foldable(cls, key, what, body) {
+    const sum = el('summary', null, 'Show' + what);
+    const d = el('details', { class: cls, data: { focus: key } }, sum, body);
+    const label = () => { sum.textContent = (d.open ? 'Hide' : 'Show') + what; };
+    if (openDetails.has(key)) d.open = true;
+    label();
+    d.addEventListener('toggle', () => {
+      if (d.open) openDetails.add(key);
+      else openDetails.delete(key);
+      label();
+    });
+    return d;
+  }
+
+  // someLines is how many of lines, from the first, hold three that are not
+  // blank: what a fold leaves in view at each end.
+  function someLines(lines) {
+    let n = 0;
+    let seen = 0;
+    while (n < lines.length && seen < 3) {
+      if (lines[n].trim() !== '') seen += 1;
+      n += 1;
+    }
+    return n;
+  }
+
+  // foldEnd is at most n characters of s: its start, or its end when
+  // fromEnd; the head stays a prefix of s and the tail a suffix.
+  function foldEnd(s, n, fromEnd) {
+    if (s.length <= n) return s;
+    // At a space where one is near, so no word is cut in two.
+    if (fromEnd) {
+      const part = s.slice(s.length - n);
+      const sp = part.indexOf(' ');
+      return sp >= 0 && sp < 24 ? part.slice(sp + 1) : part;
+    }
+    const part = s.slice(0, n);
+    const sp = part.lastIndexOf(' ');
+    return sp > n - 24 ? part.slice(0, sp + 1) : part;
   }
 
   function checkText(s, what) {

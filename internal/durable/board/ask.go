@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/collie-linux/collie/internal/sanitize"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -26,10 +25,9 @@ func (b *Board) Ask(ctx context.Context, r *wire.AskRequest, wait time.Duration)
 		// while it waits, the device must see the new wording before a
 		// tap can count.
 		if q.reply.Status == wire.StatusPending && q.req != nil && !sameWording(q.req, r) && r.RequestID != q.req.RequestID {
-			title, _ := sanitize.Line(r.Title, sanitize.TitleBytes)
-			rationale, _ := sanitize.Block(r.Rationale, sanitize.RationaleBytes)
-			if title != q.q.Title || rationale != q.q.Rationale {
-				q.q.Title, q.q.Rationale = title, rationale
+			w := b.cleanWording(r, q)
+			if w.title != q.q.Title || w.rationale != q.q.Rationale || w.shortened != q.q.Shortened || w.detail != q.q.Detail {
+				q.q.Title, q.q.Rationale, q.q.Shortened, q.q.Detail = w.title, w.rationale, w.shortened, w.detail
 				q.q.Revision++
 				b.changed()
 			}
@@ -76,7 +74,7 @@ func (b *Board) Ask(ctx context.Context, r *wire.AskRequest, wait time.Duration)
 }
 
 func sameWording(a, b *wire.AskRequest) bool {
-	return a.Title == b.Title && a.Rationale == b.Rationale
+	return a.Title == b.Title && a.Rationale == b.Rationale && a.Shortened == b.Shortened && a.Detail == b.Detail
 }
 
 // grantFor finds a grant that lets r through unasked; b.mu held.

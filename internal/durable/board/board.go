@@ -31,8 +31,12 @@ const (
 	MaxItems         = 200        // per conversation
 	MaxConversations = 100        // closed ones are dropped first
 	textBudget       = 1536 << 10 // bytes of text over the whole board
-	itemOverhead     = 160        // JSON around an item
-	keepDecided      = 1024       // decided questions remembered (D9, already-decided)
+	// detailBudget is what the open questions' details may take: with the
+	// text budget, and JSON's escapes at most doubling either, the
+	// snapshot stays under its cap.
+	detailBudget = 1 << 20
+	itemOverhead = 160  // JSON around an item
+	keepDecided  = 1024 // decided questions remembered (D9, already-decided)
 )
 
 // Hooks are the agent's own work behind the writes a board cannot do by

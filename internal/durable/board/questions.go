@@ -225,12 +225,11 @@ func (b *Board) Pose(cv string, r wire.AskRequest) (string, error) {
 
 // newQuestion adds an open question; b.mu held.
 func (b *Board) newQuestion(cv string, r *wire.AskRequest, asked bool) *question {
-	title, _ := sanitize.Line(r.Title, sanitize.TitleBytes)
-	rationale, _ := sanitize.Block(r.Rationale, sanitize.RationaleBytes)
+	w := b.cleanWording(r, nil)
 	q := &question{
 		conv: cv, done: make(chan struct{}), lastPoll: time.Now(),
 		q: wire.Question{
-			ID: b.nextID("q"), Kind: r.Kind, Title: title, Rationale: rationale, Revision: 1,
+			ID: b.nextID("q"), Kind: r.Kind, Title: w.title, Rationale: w.rationale, Revision: 1, Shortened: w.shortened, Detail: w.detail,
 			ToolCall: r.ToolCall, Options: slices.Clone(r.Options), Fields: slices.Clone(r.Fields),
 		},
 		reply: wire.AskReply{Status: wire.StatusPending},
@@ -264,4 +263,42 @@ func (b *Board) timeout(q *question) {
 	}
 	b.decide(q, wire.AskReply{Status: wire.StatusTimedOut, Reason: "no answer in time; denied by default"})
 	b.changed()
+}
+
+// wording is a question's text as the card shows it.
+type wording struct {
+	title, rationale, detail string
+	shortened                bool
+}
+
+// cleanWording cleans a question's title, rationale and detail (X2) and
+// reports whether the card must say "Text shortened" (X3): the asker
+// cleaned or cut them already, or this cleaning changed them, or the
+// detail did not fit the board's budget (what the open questions' details
+// may take of the snapshot's cap) and was left out. The flag is what tells
+// the reader that part of the text is not shown, so it is never dropped.
+// was is the question being worded again, if any; b.mu held.
+func (b *Board) cleanWording(r *wire.AskRequest, was *question) wording {
+	var w wording
+	var t, ra, d bool
+	w.title, t = sanitize.Line(r.Title, sanitize.TitleBytes)
+	w.rationale, ra = sanitize.Block(r.Rationale, sanitize.RationaleBytes)
+	w.detail, d = sanitize.Block(r.Detail, wire.DetailBytes)
+	if w.detail != "" && b.detailBytes(was)+len(w.detail) > detailBudget {
+		w.detail, d = "", true
+	}
+	w.shortened = r.Shortened || t || ra || d
+	return w
+}
+
+// detailBytes is what the open questions' details take, but skip's; b.mu
+// held.
+func (b *Board) detailBytes(skip *question) int {
+	n := 0
+	for _, q := range b.questions {
+		if q != skip && q.reply.Status == wire.StatusPending {
+			n += len(q.q.Detail)
+		}
+	}
+	return n
 }
