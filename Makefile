@@ -38,11 +38,12 @@ run: build
 # rest, alone: on a 2-core machine a budget in milliseconds means nothing
 # beside a dozen test binaries and a user manager. TestCaddyInChromium_D6
 # holds no budget but runs chromium and caddy: alone, it takes no CPU from
-# the budgets of the rest.
-ALONE := ^(TestHostileSnapshotKeepsPageResponsive_X6_D6|TestWebAppInChromium|TestCaddyInChromium_D6)$$
+# the budgets of the rest. TestLatencyToolCallToCard holds collie mcp's
+# tool call to card to its budget.
+ALONE := ^(TestHostileSnapshotKeepsPageResponsive_X6_D6|TestWebAppInChromium|TestCaddyInChromium_D6|TestLatencyToolCallToCard)$$
 test: deps lint cross
 	$(GO) test -count=1 -skip '$(ALONE)' ./...
-	$(GO) test -count=1 -run '$(ALONE)' -v ./internal/device
+	$(GO) test -count=1 -run '$(ALONE)' -v ./internal/device ./internal/mcpserver
 
 # The module builds for Windows and macOS too (T6): the socket transport
 # refuses there, the token transport works.

@@ -177,11 +177,13 @@ func QuestionFor(in PreToolUse) wire.AskRequest {
 	}
 	title = "Claude Code: " + title
 	title, _ = sanitize.Line(title, sanitize.TitleBytes)
-	rationale := detail
+	where := ""
 	if in.Cwd != "" {
-		rationale += "\n\nin " + in.Cwd
+		where, _ = sanitize.Line(in.Cwd, sanitize.RationaleBytes/4)
+		where = "\n\nin " + where
 	}
-	rationale, _ = sanitize.Block(strings.TrimSpace(rationale), sanitize.RationaleBytes)
+	rationale, _ := Excerpt(strings.TrimSpace(detail), sanitize.RationaleBytes-len(where))
+	rationale, _ = sanitize.Block(strings.TrimSpace(rationale+where), sanitize.RationaleBytes)
 	r := wire.AskRequest{Kind: wire.AskYesNo, Title: title, Rationale: rationale, ToolCall: toolCallKey(in)}
 	// A command too long to send whole takes no part in "always allow": a
 	// cut command could match a grant the whole one would not.

@@ -83,6 +83,9 @@ var rules = []rule{
 	{Name: "view_is_types_of_the_protocol", From: []string{"internal/view"},
 		Only: []string{"internal/wire", "internal/sanitize", "internal/jsonstrict"},
 		Why:  "the bridge's model that the control socket and the device API send holds types only"},
+	{Name: "C2_the_MCP_server_reaches_an_agent_only_over_its_socket", From: []string{"internal/mcpserver"},
+		Deny: cat(agentSide, bridgeSide, []string{"internal/device/...", "internal/agenthost", "internal/agentapi"}),
+		Why:  "collie mcp is a local program of a durable agent: it asks over the agent's socket, as collie ask does, and links neither the agent's runtime nor the bridge, so nothing but a device's tap can answer what it asks"},
 	{Name: "A1_audit_is_below_the_device_API", From: []string{"internal/audit"},
 		Deny: []string{"internal/device/...", "internal/bridge", "internal/control", "internal/upstream", "internal/sources", "internal/view", "internal/doctor"},
 		Why:  "the audit log records writes from a description of them (wire's registry), not from the code that serves them"},
@@ -250,6 +253,7 @@ func TestRulesCatchBreaks(t *testing.T) {
 		"X2_sanitize_is_a_leaf":                                    {"internal/sanitize", "internal/wire"},
 		"view_is_types_of_the_protocol":                            {"internal/view", "internal/control"},
 		"A1_audit_is_below_the_device_API":                         {"internal/audit", "internal/device"},
+		"C2_the_MCP_server_reaches_an_agent_only_over_its_socket":  {"internal/mcpserver", "internal/durable/board"},
 		"D6_a_push_only_opens_the_web_app":                         {"internal/push/ntfy", "internal/upstream"},
 	}
 	for _, r := range rules {

@@ -9,7 +9,8 @@
 // The server is transport-agnostic: each listener is served with a
 // Transport that says how its callers are gated. A local Unix socket gets
 // the caller check; the token transport (HTTPS, K3) gets none, never offers
-// "always allow", and does not serve the local routes (ask, grants).
+// "always allow", and does not serve the local routes (ask, grants, and a
+// local program's own conversation and withdraw, local.go).
 //
 // What the writes and asks do is up to the App a server is given; the
 // reference agent's is board.Board (package durable/board), whose "always
@@ -274,6 +275,9 @@ func (s *Server) handler(t Transport) http.Handler {
 		mux.HandleFunc("POST "+wire.AskPath, s.serveAsk)
 		mux.HandleFunc("GET "+wire.GrantsPath, s.serveGrants)
 		mux.HandleFunc("POST "+wire.RevokePath, s.serveRevoke)
+		for path, h := range s.localRoutes() {
+			mux.HandleFunc("POST "+path, h)
+		}
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		wire.WriteError(w, http.StatusNotFound, wire.CodeNotFound,

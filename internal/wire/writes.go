@@ -183,6 +183,9 @@ type AskRequest struct {
 	// before the agent replies "pending" (1 to MaxAskWait; 0 means
 	// MaxAskWait).
 	WaitSeconds int64 `json:"waitSeconds,omitempty"`
+	// Conversation, when set, is the open conversation to ask in (one a
+	// local program opened, LocalOpenPath); otherwise the agent's own.
+	Conversation string `json:"conversation,omitempty"`
 }
 
 // Statuses of an asked question.
@@ -459,6 +462,9 @@ func (a *AskRequest) Validate() error {
 		return fmt.Errorf("the rationale must be valid UTF-8 of at most %d bytes", sanitize.RationaleBytes)
 	}
 	if err := checkOptionalID("toolCall", a.ToolCall); err != nil {
+		return err
+	}
+	if err := checkOptionalID("conversation", a.Conversation); err != nil {
 		return err
 	}
 	if a.TimeoutSeconds < 0 || a.WaitSeconds < 0 || a.WaitSeconds > MaxAskWait {

@@ -32,7 +32,7 @@ _collie()
     esac
 
     if ((cword == 1)); then
-        COMPREPLY=($(compgen -W "daemon demo doctor durable show ask pair devices push audit login logout whoami agents version help" -- "$cur"))
+        COMPREPLY=($(compgen -W "daemon demo doctor durable show ask mcp pair devices push audit login logout whoami agents version help" -- "$cur"))
         return
     fi
 
@@ -93,6 +93,22 @@ _collie()
                     ;;
             esac
             COMPREPLY=($(compgen -W "--yes-no --choice --line --form --title --rationale --tool-call --tool --command --timeout --json --agent --socket --hook" -- "$cur"))
+            ;;
+        mcp)
+            case $prev in
+                --socket)
+                    _filedir
+                    return
+                    ;;
+                --agent)
+                    COMPREPLY=($(compgen -W "$(_collie_agents)" -- "$cur"))
+                    return
+                    ;;
+                --timeout)
+                    return
+                    ;;
+            esac
+            COMPREPLY=($(compgen -W "--agent --socket --timeout" -- "$cur"))
             ;;
         audit)
             case $prev in

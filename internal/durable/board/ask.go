@@ -35,16 +35,20 @@ func (b *Board) Ask(ctx context.Context, r *wire.AskRequest, wait time.Duration)
 			}
 		}
 	default:
-		if _, err := b.openConversation(b.opts.Main.ID); err != nil {
+		cv := b.opts.Main.ID
+		if r.Conversation != "" {
+			cv = r.Conversation
+		}
+		if _, err := b.openConversation(cv); err != nil {
 			b.mu.Unlock()
 			return wire.AskReply{}, err
 		}
 		if g, ok := b.grantFor(r); ok {
-			q = b.newQuestion(b.opts.Main.ID, r, true)
+			q = b.newQuestion(cv, r, true)
 			b.decide(q, wire.AskReply{Status: wire.StatusAnswered, OptionIDs: []string{wire.Yes}, Grant: g.ID,
 				Reason: "allowed by the always-allow grant " + g.ID + ": " + g.Scope.Text})
 		} else {
-			q = b.newQuestion(b.opts.Main.ID, r, true)
+			q = b.newQuestion(cv, r, true)
 			b.log.Info("question asked", "question", q.q.ID, "kind", q.q.Kind, "tool_call", q.q.ToolCall, "timeout_s", r.TimeoutSeconds)
 		}
 		b.changed()

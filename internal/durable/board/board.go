@@ -96,6 +96,7 @@ type conv struct {
 	wire.Conversation // Items, Title, Closed; Questions unused
 	open              []*question
 	sizes             []int // text bytes of each item
+	local             bool  // opened by a local program (LocalOpen), which may close it
 }
 
 // New makes a board, attaches it to srv as its App and snapshot source,

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/collie-linux/collie/internal/ask"
+	"github.com/collie-linux/collie/internal/mcpserver"
+	"github.com/collie-linux/collie/internal/version"
+)
+
+// cmdMCP is `collie mcp`: an MCP server on stdin and stdout for one
+// client session, asking through a local durable agent (internal/mcpserver).
+// Its stdout carries the protocol only; what it logs goes to stderr. In an
+// agent environment it does not run (agentCommands): it asks through a
+// durable agent on this machine.
+func cmdMCP(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("collie mcp", e)
+	agent := fs.String("agent", "", "ask through collie-agent@`NAME` (default: $COLLIE_AGENT_SOCKET, $COLLIE_AGENT, or the only agent)")
+	socket := fs.String("socket", "", "ask through the durable agent listening at `PATH`")
+	timeout := fs.Duration("timeout", mcpserver.DefaultTimeout, "deny a question by default after `DURATION` when the call gives no timeout (at most 1h); approve always uses it")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *timeout <= 0 || *timeout > mcpserver.MaxTimeout {
+		return usagef("--timeout must be above 0 and at most %s", mcpserver.MaxTimeout)
+	}
+	path, err := ask.FindSocket(*socket, *agent, e.getenv)
+	if err != nil {
+		return err
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return fmt.Errorf("read the working folder: %w", err)
+	}
+	srv := mcpserver.New(mcpserver.Config{
+		Agent: ask.SocketClient(path), Where: path, Cwd: cwd, Home: e.getenv("HOME"),
+		Timeout: *timeout, Version: version.String(),
+		Log: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return srv.Serve(ctx, &mcp.StdioTransport{})
+}
