@@ -1,0 +1,286 @@
+package ask
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// SettingsFormat is a client's JSON settings file as collie setup writes
+// it and collie doctor reads it: hooks.EVENT is a list of matcher groups,
+// each with a list of command hooks (Claude Code's and Gemini CLI's
+// shape; they differ in the file's place, the timeout's unit and
+// onFailure).
+type SettingsFormat struct {
+	UserFile    string // under the home folder
+	ProjectFile string // under the project folder
+	Matcher     string // the tools the hook gates
+	TimeoutUnit time.Duration
+	// OnFailure is the hook's "onFailure" value, "" for a client that has
+	// none.
+	OnFailure string
+}
+
+// Claude Code reads ~/.claude/settings.json, and a project's
+// .claude/settings.local.json (the one that is not shared: it names this
+// machine's collie). The matcher is every tool that changes something or
+// reaches out; reading and searching files are left to Claude Code.
+var claudeSettings = &SettingsFormat{
+	UserFile: ".claude/settings.json", ProjectFile: ".claude/settings.local.json",
+	Matcher:     "Bash|Write|Edit|MultiEdit|NotebookEdit|WebFetch|WebSearch|mcp__.*",
+	TimeoutUnit: time.Second, OnFailure: "block",
+}
+
+// Gemini CLI reads ~/.gemini/settings.json and .gemini/settings.json.
+var geminiSettings = &SettingsFormat{
+	UserFile: ".gemini/settings.json", ProjectFile: ".gemini/settings.json",
+	Matcher:     "run_shell_command|write_file|replace|web_fetch|google_web_search|mcp_.*",
+	TimeoutUnit: time.Millisecond,
+}
+
+// SettingsPath is the file setup writes: the user's under home, or the
+// project's under project when it is not "".
+func (h *HookClient) SettingsPath(home, project string) string {
+	if project != "" {
+		return filepath.Join(project, h.Settings.ProjectFile)
+	}
+	return filepath.Join(home, h.Settings.UserFile)
+}
+
+// HookCommand is the hook's command line for the collie at collie.
+func (h *HookClient) HookCommand(collie string, wait time.Duration) string {
+	return shellQuote(collie) + " ask --hook " + h.Name + " --timeout " + fmt.Sprintf("%ds", int(wait/time.Second))
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// entry is the hook entry setup writes.
+func (h *HookClient) entry(collie string, wait time.Duration) map[string]any {
+	e := map[string]any{"type": "command", "command": h.HookCommand(collie, wait),
+		"timeout": int64(ClientTimeoutFor(wait) / h.Settings.TimeoutUnit)}
+	if h.Settings.OnFailure != "" {
+		e["onFailure"] = h.Settings.OnFailure
+	}
+	if h.Name == "gemini" {
+		e["name"] = "collie"
+	}
+	return e
+}
+
+// ErrSettings marks a settings file collie cannot read; nothing is
+// written over it.
+var ErrSettings = errors.New("settings file")
+
+// MergeSettings returns old (the file's content, nil for none) with the
+// adapter's hook entry for the collie at collie, and whether that changed
+// anything. Everything else in the file is kept, in its order; an entry
+// of an earlier collie ask --hook for this client is replaced in place.
+func (h *HookClient) MergeSettings(old []byte, collie string, wait time.Duration) ([]byte, bool, error) {
+	top, err := parseObject(old)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %v", ErrSettings, err)
+	}
+	hooks, err := parseObject(top.get("hooks"))
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: \"hooks\": %v", ErrSettings, err)
+	}
+	event := h.Events[0]
+	var groups []map[string]any
+	if raw := hooks.get(event); raw != nil {
+		if err := json.Unmarshal(raw, &groups); err != nil {
+			return nil, false, fmt.Errorf("%w: \"hooks\".%q is not a list of matcher groups: %v", ErrSettings, event, err)
+		}
+	}
+	want := h.entry(collie, wait)
+	found, changed := false, false
+	for gi, g := range groups {
+		list, _ := g["hooks"].([]any)
+		for i, x := range list {
+			m, _ := x.(map[string]any)
+			cmd, _ := m["command"].(string)
+			if !h.isOurs(cmd) {
+				continue
+			}
+			found = true
+			if !sameJSON(m, want) || g["matcher"] != h.Settings.Matcher {
+				list[i] = want
+				g["matcher"] = h.Settings.Matcher
+				groups[gi] = g
+				changed = true
+			}
+		}
+	}
+	if !found {
+		groups = append(groups, map[string]any{"matcher": h.Settings.Matcher, "hooks": []any{want}})
+		changed = true
+	}
+	if !changed {
+		return old, false, nil
+	}
+	graw, err := json.Marshal(groups)
+	if err != nil {
+		return nil, false, err
+	}
+	hooks.set(event, graw)
+	top.set("hooks", hooks.marshal())
+	var out bytes.Buffer
+	if err := json.Indent(&out, top.marshal(), "", "  "); err != nil {
+		return nil, false, err
+	}
+	out.WriteByte('\n')
+	return out.Bytes(), true, nil
+}
+
+// isOurs reports whether a hook command is this adapter's.
+func (h *HookClient) isOurs(cmd string) bool {
+	return strings.Contains(cmd, " ask --hook "+h.Name)
+}
+
+func sameJSON(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}
+
+// HookEntry is the adapter's entry as a settings file holds it.
+type HookEntry struct {
+	Command       string
+	Matcher       string
+	ClientTimeout time.Duration // the client's default when the entry has none
+	OnFailure     string
+	Wait          time.Duration // the --timeout in the command, or the default
+}
+
+// FindHook reads a settings file and returns the adapter's entries in it.
+func (h *HookClient) FindHook(data []byte) ([]HookEntry, error) {
+	top, err := parseObject(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSettings, err)
+	}
+	hooks, err := parseObject(top.get("hooks"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: \"hooks\": %v", ErrSettings, err)
+	}
+	var groups []struct {
+		Matcher string           `json:"matcher"`
+		Hooks   []map[string]any `json:"hooks"`
+	}
+	if raw := hooks.get(h.Events[0]); raw != nil {
+		if err := json.Unmarshal(raw, &groups); err != nil {
+			return nil, fmt.Errorf("%w: \"hooks\".%q: %v", ErrSettings, h.Events[0], err)
+		}
+	}
+	var found []HookEntry
+	for _, g := range groups {
+		for _, m := range g.Hooks {
+			cmd, _ := m["command"].(string)
+			if !h.isOurs(cmd) {
+				continue
+			}
+			e := HookEntry{Command: cmd, Matcher: g.Matcher, ClientTimeout: h.ClientDefault, Wait: h.DefaultWait()}
+			if t, ok := m["timeout"].(float64); ok && t > 0 {
+				e.ClientTimeout = time.Duration(t * float64(h.Settings.TimeoutUnit))
+			}
+			e.OnFailure, _ = m["onFailure"].(string)
+			if _, after, ok := strings.Cut(cmd, " --timeout "); ok {
+				w, _, _ := strings.Cut(after, " ")
+				if d, err := time.ParseDuration(w); err == nil {
+					e.Wait = d
+				}
+			}
+			found = append(found, e)
+		}
+	}
+	return found, nil
+}
+
+// CollieOf is the collie program an entry's command runs.
+func (e HookEntry) CollieOf() string {
+	cmd := e.Command
+	if strings.HasPrefix(cmd, "'") {
+		if i := strings.Index(cmd[1:], "'"); i >= 0 {
+			return cmd[1 : i+1]
+		}
+	}
+	p, _, _ := strings.Cut(cmd, " ")
+	return p
+}
+
+// object is a JSON object that keeps its keys' order.
+type object struct {
+	keys []string
+	vals map[string]json.RawMessage
+}
+
+func parseObject(data []byte) (*object, error) {
+	o := &object{vals: map[string]json.RawMessage{}}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return o, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, fmt.Errorf("not JSON: %v", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, errors.New("not a JSON object")
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("not JSON: %v", err)
+		}
+		k := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("not JSON at %q: %v", k, err)
+		}
+		if _, dup := o.vals[k]; dup {
+			return nil, fmt.Errorf("%q is there twice", k)
+		}
+		o.keys = append(o.keys, k)
+		o.vals[k] = v
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, fmt.Errorf("not JSON: %v", err)
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, errors.New("more than one JSON value")
+	}
+	return o, nil
+}
+
+func (o *object) get(k string) json.RawMessage { return o.vals[k] }
+
+func (o *object) set(k string, v json.RawMessage) {
+	if _, ok := o.vals[k]; !ok {
+		o.keys = append(o.keys, k)
+	}
+	o.vals[k] = v
+}
+
+func (o *object) marshal() json.RawMessage {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range o.keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kb, _ := json.Marshal(k)
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(o.vals[k])
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
