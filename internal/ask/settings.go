@@ -63,15 +63,18 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// entry is the hook entry setup writes.
-func (h *HookClient) entry(collie string, wait time.Duration) map[string]any {
-	e := map[string]any{"type": "command", "command": h.HookCommand(collie, wait),
-		"timeout": int64(ClientTimeoutFor(wait) / h.Settings.TimeoutUnit)}
-	if h.Settings.OnFailure != "" {
-		e["onFailure"] = h.Settings.OnFailure
-	}
+// entry is the hook entry setup writes, its keys in the order a person
+// would write them.
+func (h *HookClient) entry(collie string, wait time.Duration) *object {
+	e := &object{vals: map[string]json.RawMessage{}}
 	if h.Name == "gemini" {
-		e["name"] = "collie"
+		e.setJSON("name", "collie")
+	}
+	e.setJSON("type", "command")
+	e.setJSON("command", h.HookCommand(collie, wait))
+	e.setJSON("timeout", int64(ClientTimeoutFor(wait)/h.Settings.TimeoutUnit))
+	if h.Settings.OnFailure != "" {
+		e.setJSON("onFailure", h.Settings.OnFailure)
 	}
 	return e
 }
@@ -85,42 +88,60 @@ var ErrSettings = errors.New("settings file")
 // anything. Everything else in the file is kept, in its order; an entry
 // of an earlier collie ask --hook for this client is replaced in place.
 func (h *HookClient) MergeSettings(old []byte, collie string, wait time.Duration) ([]byte, bool, error) {
+	bad := func(format string, a ...any) error { return fmt.Errorf("%w: "+format, append([]any{ErrSettings}, a...)...) }
 	top, err := parseObject(old)
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: %v", ErrSettings, err)
+		return nil, false, bad("%v", err)
 	}
 	hooks, err := parseObject(top.get("hooks"))
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: \"hooks\": %v", ErrSettings, err)
+		return nil, false, bad("\"hooks\": %v", err)
 	}
 	event := h.Events[0]
-	var groups []map[string]any
+	var groups []json.RawMessage
 	if raw := hooks.get(event); raw != nil {
 		if err := json.Unmarshal(raw, &groups); err != nil {
-			return nil, false, fmt.Errorf("%w: \"hooks\".%q is not a list of matcher groups: %v", ErrSettings, event, err)
+			return nil, false, bad("\"hooks\".%q is not a list of matcher groups: %v", event, err)
 		}
 	}
-	want := h.entry(collie, wait)
+	want := h.entry(collie, wait).marshal()
+	matcher, _ := json.Marshal(h.Settings.Matcher)
 	found, changed := false, false
-	for gi, g := range groups {
-		list, _ := g["hooks"].([]any)
+	for gi, graw := range groups {
+		g, err := parseObject(graw)
+		if err != nil {
+			return nil, false, bad("\"hooks\".%q[%d]: %v", event, gi, err)
+		}
+		var list []json.RawMessage
+		if raw := g.get("hooks"); raw != nil {
+			if err := json.Unmarshal(raw, &list); err != nil {
+				return nil, false, bad("\"hooks\".%q[%d].hooks is not a list: %v", event, gi, err)
+			}
+		}
 		for i, x := range list {
-			m, _ := x.(map[string]any)
-			cmd, _ := m["command"].(string)
-			if !h.isOurs(cmd) {
+			var m struct {
+				Command string `json:"command"`
+			}
+			if json.Unmarshal(x, &m) != nil || !h.isOurs(m.Command) {
 				continue
 			}
 			found = true
-			if !sameJSON(m, want) || g["matcher"] != h.Settings.Matcher {
+			if !sameJSON(x, want) || !sameJSON(g.get("matcher"), matcher) {
 				list[i] = want
-				g["matcher"] = h.Settings.Matcher
-				groups[gi] = g
+				lraw, _ := json.Marshal(list)
+				g.set("hooks", lraw)
+				g.set("matcher", matcher)
+				groups[gi] = g.marshal()
 				changed = true
 			}
 		}
 	}
 	if !found {
-		groups = append(groups, map[string]any{"matcher": h.Settings.Matcher, "hooks": []any{want}})
+		g := &object{vals: map[string]json.RawMessage{}}
+		g.set("matcher", matcher)
+		lraw, _ := json.Marshal([]json.RawMessage{want})
+		g.set("hooks", lraw)
+		groups = append(groups, g.marshal())
 		changed = true
 	}
 	if !changed {
@@ -145,10 +166,15 @@ func (h *HookClient) isOurs(cmd string) bool {
 	return strings.Contains(cmd, " ask --hook "+h.Name)
 }
 
-func sameJSON(a, b any) bool {
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
-	return bytes.Equal(x, y)
+// sameJSON reports whether two JSON texts are the same value.
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return bytes.Equal(xb, yb)
 }
 
 // HookEntry is the adapter's entry as a settings file holds it.
@@ -267,6 +293,11 @@ func (o *object) set(k string, v json.RawMessage) {
 		o.keys = append(o.keys, k)
 	}
 	o.vals[k] = v
+}
+
+func (o *object) setJSON(k string, v any) {
+	b, _ := json.Marshal(v)
+	o.set(k, b)
 }
 
 func (o *object) marshal() json.RawMessage {
