@@ -88,7 +88,9 @@ var ErrSettings = errors.New("settings file")
 // anything. Everything else in the file is kept, in its order; an entry
 // of an earlier collie ask --hook for this client is replaced in place.
 func (h *HookClient) MergeSettings(old []byte, collie string, wait time.Duration) ([]byte, bool, error) {
-	bad := func(format string, a ...any) error { return fmt.Errorf("%w: "+format, append([]any{ErrSettings}, a...)...) }
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrSettings}, a...)...)
+	}
 	top, err := parseObject(old)
 	if err != nil {
 		return nil, false, bad("%v", err)
