@@ -70,6 +70,11 @@ func runCollieRow(t *testing.T, tc collieRow, c Client) (cardAfter time.Duration
 	t.Helper()
 	s := New(t)
 	collie := installCollie(t, s)
+	if c == Gemini {
+		if err := s.WriteFile(filepath.Join(s.Home, ".gemini", "settings.json"), geminiBaseSettings, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if tc.hook {
 		setup(t, s, collie, string(c), hookWait)
 	}

@@ -30,8 +30,12 @@ type HookClient struct {
 	// the exit status the client treats as that decision.
 	Print func(stdout, stderr io.Writer, event string, allow bool, reason string) int
 	// Settings is the client's config file and how our entry merges into
-	// it (setup.go); nil when collie setup cannot write it yet.
+	// it (settings.go); nil when collie setup cannot write it yet.
 	Settings *SettingsFormat
+	// OrBlock is a shell tail for the command setup writes, for a client
+	// that lets the tool run when its hook dies: the shell turns any
+	// failure of collie (not found, killed) into the blocking status.
+	OrBlock string
 }
 
 // The adapter's deadlines. The question times out after the wait (the
@@ -152,6 +156,7 @@ var geminiHook = &HookClient{
 	Tools: map[string]string{"run_shell_command": "Bash", "write_file": "Write", "replace": "Edit",
 		"read_file": "Read", "web_fetch": "WebFetch", "google_web_search": "WebSearch"},
 	ClientDefault: 60 * time.Second,
+	OrBlock:       " || exit 2",
 	Print: func(stdout, stderr io.Writer, _ string, allow bool, reason string) int {
 		printJSON(stdout, map[string]string{"decision": decisionWord(allow), "reason": reason})
 		if allow {

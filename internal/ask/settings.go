@@ -53,7 +53,7 @@ func (h *HookClient) SettingsPath(home, project string) string {
 
 // HookCommand is the hook's command line for the collie at collie.
 func (h *HookClient) HookCommand(collie string, wait time.Duration) string {
-	return shellQuote(collie) + " ask --hook " + h.Name + " --timeout " + fmt.Sprintf("%ds", int(wait/time.Second))
+	return shellQuote(collie) + " ask --hook " + h.Name + " --timeout " + fmt.Sprintf("%ds", int(wait/time.Second)) + h.OrBlock
 }
 
 func shellQuote(s string) string {
@@ -186,6 +186,7 @@ type HookEntry struct {
 	ClientTimeout time.Duration // the client's default when the entry has none
 	OnFailure     string
 	Wait          time.Duration // the --timeout in the command, or the default
+	OrBlock       bool          // the command ends in the client's OrBlock, where it has one
 }
 
 // FindHook reads a settings file and returns the adapter's entries in it.
@@ -219,6 +220,7 @@ func (h *HookClient) FindHook(data []byte) ([]HookEntry, error) {
 				e.ClientTimeout = time.Duration(t * float64(h.Settings.TimeoutUnit))
 			}
 			e.OnFailure, _ = m["onFailure"].(string)
+			e.OrBlock = h.OrBlock == "" || strings.HasSuffix(cmd, h.OrBlock)
 			if _, after, ok := strings.Cut(cmd, " --timeout "); ok {
 				w, _, _ := strings.Cut(after, " ")
 				if d, err := time.ParseDuration(w); err == nil {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -115,6 +116,9 @@ func (c *Clients) hookRow(h *ask.HookClient, entries []ask.HookEntry, where []st
 		if h.Settings.OnFailure != "" && en.OnFailure != h.Settings.OnFailure {
 			return fail(setup, "the hook has no \"onFailure\": %q: if it cannot run or crashes, %s runs the tool", h.Settings.OnFailure, h.Label)
 		}
+		if !en.OrBlock {
+			return fail(setup, "the hook's command does not end in %q: if collie cannot start or is killed, %s runs the tool", strings.TrimSpace(h.OrBlock), h.Label)
+		}
 		if gap := en.ClientTimeout - ask.HookDeadline(en.Wait); gap < 5*time.Second {
 			return fail(setup, "%s stops the hook after %v, but collie's deny can come %v after the start: raise the hook's timeout, or lower --timeout",
 				h.Label, en.ClientTimeout, ask.HookDeadline(en.Wait))
@@ -126,7 +130,7 @@ func (c *Clients) hookRow(h *ask.HookClient, entries []ask.HookEntry, where []st
 	if h.Settings.OnFailure != "" {
 		msg += "; a hook that cannot run blocks the tool"
 	} else {
-		msg += "; note that " + h.Label + " runs the tool if the hook cannot start at all"
+		msg += "; a hook that cannot run blocks the tool through its " + strconv.Quote(strings.TrimSpace(h.OrBlock)) + ", but one that outlives its timeout lets the tool run"
 	}
 	return ok("%s", msg)
 }

@@ -47,7 +47,7 @@ func TestCodingAgents_D1(t *testing.T) {
 			want:  map[string]Status{"Claude Code": Fail}, wantMsg: "stops the hook after 1m0s"},
 		{name: "gemini set up, broken claude", runnable: true,
 			files: map[string]string{".gemini/settings.json": merged(gemini, ask.SetupWait), ".claude/settings.json": "{"},
-			want:  map[string]Status{"Gemini CLI": OK, "Claude Code": Fail}, wantMsg: "runs the tool if the hook cannot start"},
+			want:  map[string]Status{"Gemini CLI": OK, "Claude Code": Fail}, wantMsg: "outlives its timeout"},
 		{name: "codex", installed: []string{"codex"}, want: map[string]Status{"Codex": Warn}, wantMsg: "Codex is installed without"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

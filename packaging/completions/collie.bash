@@ -12,7 +12,7 @@ _collie()
     local cur prev words cword
     _init_completion || return
 
-    local checks="binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener public_url push agent-login"
+    local checks="binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener public_url push agent-login coding-agents"
     case $prev in
         --socket | --ca-file)
             _filedir

@@ -63,7 +63,7 @@ complete -c collie -n '__fish_seen_subcommand_from devices; and not __fish_seen_
 complete -c collie -n '__fish_seen_subcommand_from agents; and not __fish_seen_subcommand_from list revoke' -a 'list revoke' -d 'List the sessions, or revoke one'
 complete -c collie -n '__fish_seen_subcommand_from push; and not __fish_seen_subcommand_from test' -a test -d 'Send one test push through the guard and every provider'
 complete -c collie -n '__fish_seen_subcommand_from doctor' -l check -x -d 'Run only one check' \
-    -a 'binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener public_url push agent-login'
+    -a 'binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener public_url push agent-login coding-agents'
 
 set -l durable_subs attach detach list
 complete -c collie -n "__fish_seen_subcommand_from durable; and not __fish_seen_subcommand_from $durable_subs" -a "$durable_subs"
