@@ -32,10 +32,6 @@ func cmdSetup(_ context.Context, e *env, args []string) error {
 	if h == nil {
 		return usagef("collie setup knows claude, codex and gemini, not %q", pos[0])
 	}
-	if h.Settings == nil {
-		return hint.Errorf("add the hook by hand as collie(1) shows under HOOK ADAPTERS, then trust it in Codex's /hooks panel",
-			"collie setup cannot write %s's hooks yet: %s runs only the hooks it trusts, and collie cannot yet record that trust for it", h.Label, h.Label)
-	}
 	if *wait < 5*time.Second || *wait > time.Hour {
 		return usagef("--timeout %v: give 5s to 1h", *wait)
 	}
@@ -58,7 +54,7 @@ func cmdSetup(_ context.Context, e *env, args []string) error {
 			return hint.Errorf("give the project's folder", "--project %s is not a folder", *project)
 		}
 	}
-	return setupFile(e.stdout, h, h.SettingsPath(home, *project), collie, *wait, *dryRun, time.Now())
+	return setupFile(e.stdout, h, h.SettingsPath(e.getenv, home, *project), collie, *wait, *dryRun, time.Now())
 }
 
 // setupFile merges the hook entry into the settings file at path: it
@@ -75,10 +71,10 @@ func setupFile(w io.Writer, h *ask.HookClient, path, collie string, wait time.Du
 		return fmt.Errorf("reading %s: %w", path, err)
 	}
 	existed := err == nil
-	updated, changed, err := h.MergeSettings(old, collie, wait)
+	updated, changed, err := h.MergeSettings(old, path, collie, wait)
 	if errors.Is(err, ask.ErrSettings) {
 		return hint.Errorf("fix the file (or move it away) and run collie setup "+h.Name+" again; nothing was written",
-			"%s is not %s settings collie can read: %v", path, h.Label, err)
+			"%s is not %s settings collie can change: %v", path, h.Label, err)
 	}
 	if err != nil {
 		return fmt.Errorf("merging the hook into %s: %w", path, err)

@@ -60,7 +60,7 @@ func TestSetup_D1(t *testing.T) {
 				}
 				last = i
 			}
-			entries, err := h.FindHook(got)
+			entries, err := h.FindHook(got, path)
 			if err != nil || len(entries) != 1 {
 				t.Fatalf("entries %+v %v in\n%s", entries, err, got)
 			}
@@ -120,7 +120,7 @@ func TestSetup_DryRunAndBrokenFile_D1(t *testing.T) {
 	broken, _ := os.ReadFile(filepath.Join("testdata", "setup", "broken.json"))
 	os.WriteFile(path, broken, 0o644)
 	err := setupFile(&out, h, path, testCollie, ask.SetupWait, false, time.Now())
-	if err == nil || !strings.Contains(err.Error(), "is not Claude Code settings collie can read") {
+	if err == nil || !strings.Contains(err.Error(), "is not Claude Code settings collie can change") {
 		t.Fatalf("err = %v", err)
 	}
 	after, _ := os.ReadFile(path)
@@ -144,10 +144,33 @@ func TestSetup_DryRunAndBrokenFile_D1(t *testing.T) {
 	}
 }
 
-func TestSetup_CodexNotYet(t *testing.T) {
-	var out, errb bytes.Buffer
-	code := run([]string{"setup", "codex"}, &out, &errb)
-	if code != 1 || !strings.Contains(errb.String(), "trust") {
-		t.Fatalf("exit %d: %s", code, errb.String())
+// TestSetup_Codex_D1: collie setup codex appends its PreToolUse and
+// PermissionRequest groups to config.toml, byte for byte after what is
+// there, and records their trust; a second run changes nothing.
+func TestSetup_Codex_D1(t *testing.T) {
+	h := ask.HookClientNamed("codex")
+	path := filepath.Join(t.TempDir(), "config.toml")
+	old := "model = \"gpt-5\"\n\n[[hooks.PreToolUse]]\nmatcher = \"Bash\"\n[[hooks.PreToolUse.hooks]]\ntype = \"command\"\ncommand = \"/usr/bin/lint\"\n"
+	os.WriteFile(path, []byte(old), 0o600)
+	var out bytes.Buffer
+	if err := setupFile(&out, h, path, testCollie, ask.SetupWait, false, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(path)
+	if !strings.HasPrefix(string(got), old) || !strings.Contains(string(got), `[hooks.state."`+path+`:pre_tool_use:1:0"]`) ||
+		!strings.Contains(string(got), `[hooks.state."`+path+`:permission_request:0:0"]`) {
+		t.Fatalf("config.toml:\n%s", got)
+	}
+	entries, err := h.FindHook(got, path)
+	if err != nil || len(entries) != 2 || entries[0].Untrusted || entries[1].Untrusted || !entries[0].OrBlock {
+		t.Fatalf("%+v %v", entries, err)
+	}
+	out.Reset()
+	if err := setupFile(&out, h, path, testCollie, ask.SetupWait, false, time.Now()); err != nil || !strings.Contains(out.String(), "nothing to change") {
+		t.Fatalf("second run: %v %s", err, out.String())
+	}
+	// Another file's trust is not this one's.
+	if entries, _ := h.FindHook(got, "/elsewhere/config.toml"); len(entries) != 2 || !entries[0].Untrusted {
+		t.Fatalf("%+v", entries)
 	}
 }

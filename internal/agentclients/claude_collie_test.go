@@ -70,8 +70,18 @@ func runCollieRow(t *testing.T, tc collieRow, c Client) (cardAfter time.Duration
 	t.Helper()
 	s := New(t)
 	collie := installCollie(t, s)
-	if c == Gemini {
+	mark := filepath.Join(s.Project, "MARK")
+	command := "echo ran > " + mark
+	api := fakemodel.Start([]fakemodel.Turn{callTurn(c, command), fakemodel.Say("all done")})
+	defer api.Close()
+	switch c {
+	case Gemini:
 		if err := s.WriteFile(filepath.Join(s.Home, ".gemini", "settings.json"), geminiBaseSettings, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	case Codex:
+		s.Env = append(s.Env, "CODEX_HOME="+filepath.Join(s.Home, ".codex"))
+		if err := s.WriteFile(filepath.Join(s.Home, ".codex", "config.toml"), []byte(codexBaseConfig(api.URL)), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -94,10 +104,6 @@ func runCollieRow(t *testing.T, tc collieRow, c Client) (cardAfter time.Duration
 			t.Fatal(err)
 		}
 	}
-	mark := filepath.Join(s.Project, "MARK")
-	command := "echo ran > " + mark
-	api := fakemodel.Start([]fakemodel.Turn{callTurn(c, command), fakemodel.Say("all done")})
-	defer api.Close()
 	done := make(chan Result, 1)
 	began := time.Now()
 	go func() {
@@ -159,6 +165,8 @@ func runCollieRow(t *testing.T, tc collieRow, c Client) (cardAfter time.Duration
 // callTurn is the model turn that runs command with c's shell tool.
 func callTurn(c Client, command string) fakemodel.Turn {
 	switch c {
+	case Codex:
+		return fakemodel.ToolCall("exec_command", map[string]any{"cmd": command})
 	case Gemini:
 		return fakemodel.ToolCall("run_shell_command", map[string]any{"command": command, "description": "make a mark"})
 	}
@@ -170,6 +178,8 @@ func runClient(s *Sandbox, c Client, apiURL, mode string) (Result, error) {
 	switch c {
 	case Gemini:
 		return s.runGeminiHooked(context.Background(), apiURL, mode)
+	case Codex:
+		return s.runCodexHooked(context.Background(), apiURL, mode)
 	}
 	return s.RunClaude(context.Background(), clientTimeout, apiURL, "make a mark", "--permission-mode", mode)
 }

@@ -235,3 +235,34 @@ func (s *Sandbox) runGeminiHooked(ctx context.Context, apiURL, mode string) (Res
 	return s.Run(ctx, clientTimeout, nil, env, Path(Gemini), "-p", "make a mark", "--output-format", "json",
 		"-m", geminiHookedModel, "--approval-mode", mode)
 }
+
+// codexBaseConfig is the config.toml collie setup codex appends to: the
+// fake API as the provider "fake", update checks and analytics off.
+func codexBaseConfig(apiURL string) string {
+	return fmt.Sprintf(`model = "gpt-fake"
+model_provider = "fake"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[model_providers.fake]
+name = "fake"
+base_url = %q
+wire_api = "responses"
+env_key = "FAKE_API_KEY"
+`, apiURL+"/v1")
+}
+
+// runCodexHooked runs codex exec; mode "bypass" is
+// --dangerously-bypass-approvals-and-sandbox, anything else -s mode.
+func (s *Sandbox) runCodexHooked(ctx context.Context, apiURL, mode string) (Result, error) {
+	args := []string{"exec", "--skip-git-repo-check"}
+	if mode == "bypass" {
+		args = append(args, "--dangerously-bypass-approvals-and-sandbox")
+	} else {
+		args = append(args, "-s", mode)
+	}
+	env := append([]string{"FAKE_API_KEY=sk-collie-test"}, Offline(apiURL)...)
+	return s.Run(ctx, clientTimeout, nil, env, Path(Codex), append(args, "make a mark")...)
+}

@@ -120,14 +120,19 @@ var claudeHook = &HookClient{
 }
 
 // Codex CLI 0.169: a PreToolUse hook can only block (exit status 2, the
-// reason on stderr, or a deny decision); allowing goes through the
-// PermissionRequest hook (hookSpecificOutput.decision.behavior). The
-// adapter answers both with one question: the tool call's key is the same,
-// so the second asks nothing new. Codex skips a hook it does not trust.
+// reason on stderr, or a deny decision; an "allow" counts as a failed
+// hook); allowing goes through the PermissionRequest hook
+// (hookSpecificOutput.decision.behavior), which codex exec never asks.
+// The adapter answers both with one question: the tool call's key is the
+// same, so the second asks nothing new. Every other failure of the hook,
+// its timeout included, lets the tool run, so the command ends in
+// "|| exit 2". Codex skips a hook it does not trust.
 var codexHook = &HookClient{
 	Name: "codex", Label: "Codex", Events: []string{"PreToolUse", "PermissionRequest"},
 	Tools:         map[string]string{"shell": "Bash", "exec_command": "Bash", "local_shell": "Bash"},
 	ClientDefault: 600 * time.Second,
+	OrBlock:       " || exit 2",
+	Settings:      codexSettings,
 	Print: func(stdout, stderr io.Writer, event string, allow bool, reason string) int {
 		if event == "PermissionRequest" {
 			d := map[string]any{"behavior": "allow"}

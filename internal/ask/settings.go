@@ -23,6 +23,17 @@ type SettingsFormat struct {
 	// OnFailure is the hook's "onFailure" value, "" for a client that has
 	// none.
 	OnFailure string
+	// HomeEnv names the variable that moves the user's file's folder
+	// (Codex's CODEX_HOME); UserFile's base name is then under it.
+	HomeEnv string
+	// format reads and writes the file; nil is the JSON hooks.EVENT shape.
+	format settingsFile
+}
+
+// settingsFile is a settings file format other than the JSON one.
+type settingsFile interface {
+	merge(h *HookClient, old []byte, path, collie string, wait time.Duration) ([]byte, bool, error)
+	find(h *HookClient, data []byte, path string) ([]HookEntry, error)
 }
 
 // Claude Code reads ~/.claude/settings.json, and a project's
@@ -42,11 +53,17 @@ var geminiSettings = &SettingsFormat{
 	TimeoutUnit: time.Millisecond,
 }
 
-// SettingsPath is the file setup writes: the user's under home, or the
-// project's under project when it is not "".
-func (h *HookClient) SettingsPath(home, project string) string {
+// SettingsPath is the file setup writes: the user's under home (or under
+// the folder the client's HomeEnv names), or the project's under project
+// when it is not "".
+func (h *HookClient) SettingsPath(getenv func(string) string, home, project string) string {
 	if project != "" {
 		return filepath.Join(project, h.Settings.ProjectFile)
+	}
+	if h.Settings.HomeEnv != "" && getenv != nil {
+		if d := getenv(h.Settings.HomeEnv); d != "" {
+			return filepath.Join(d, filepath.Base(h.Settings.UserFile))
+		}
 	}
 	return filepath.Join(home, h.Settings.UserFile)
 }
@@ -87,7 +104,10 @@ var ErrSettings = errors.New("settings file")
 // adapter's hook entry for the collie at collie, and whether that changed
 // anything. Everything else in the file is kept, in its order; an entry
 // of an earlier collie ask --hook for this client is replaced in place.
-func (h *HookClient) MergeSettings(old []byte, collie string, wait time.Duration) ([]byte, bool, error) {
+func (h *HookClient) MergeSettings(old []byte, path, collie string, wait time.Duration) ([]byte, bool, error) {
+	if h.Settings.format != nil {
+		return h.Settings.format.merge(h, old, path, collie, wait)
+	}
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrSettings}, a...)...)
 	}
@@ -187,10 +207,17 @@ type HookEntry struct {
 	OnFailure     string
 	Wait          time.Duration // the --timeout in the command, or the default
 	OrBlock       bool          // the command ends in the client's OrBlock, where it has one
+	// Untrusted is set where the client runs only trusted hooks and this
+	// one's trust is not recorded (or no longer matches it).
+	Untrusted bool
 }
 
-// FindHook reads a settings file and returns the adapter's entries in it.
-func (h *HookClient) FindHook(data []byte) ([]HookEntry, error) {
+// FindHook reads the settings file at path and returns the adapter's
+// entries in it.
+func (h *HookClient) FindHook(data []byte, path string) ([]HookEntry, error) {
+	if h.Settings.format != nil {
+		return h.Settings.format.find(h, data, path)
+	}
 	top, err := parseObject(data)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrSettings, err)
@@ -215,22 +242,36 @@ func (h *HookClient) FindHook(data []byte) ([]HookEntry, error) {
 			if !h.isOurs(cmd) {
 				continue
 			}
-			e := HookEntry{Command: cmd, Matcher: g.Matcher, ClientTimeout: h.ClientDefault, Wait: h.DefaultWait()}
-			if t, ok := m["timeout"].(float64); ok && t > 0 {
-				e.ClientTimeout = time.Duration(t * float64(h.Settings.TimeoutUnit))
-			}
+			e := h.entryOf(cmd, g.Matcher, m["timeout"])
 			e.OnFailure, _ = m["onFailure"].(string)
-			e.OrBlock = h.OrBlock == "" || strings.HasSuffix(cmd, h.OrBlock)
-			if _, after, ok := strings.Cut(cmd, " --timeout "); ok {
-				w, _, _ := strings.Cut(after, " ")
-				if d, err := time.ParseDuration(w); err == nil {
-					e.Wait = d
-				}
-			}
 			found = append(found, e)
 		}
 	}
 	return found, nil
+}
+
+// entryOf reads an entry's command and timeout (a number in the client's
+// unit, or none).
+func (h *HookClient) entryOf(cmd, matcher string, timeout any) HookEntry {
+	e := HookEntry{Command: cmd, Matcher: matcher, ClientTimeout: h.ClientDefault, Wait: h.DefaultWait()}
+	var t float64
+	switch v := timeout.(type) {
+	case float64:
+		t = v
+	case int64:
+		t = float64(v)
+	}
+	if t > 0 {
+		e.ClientTimeout = time.Duration(t * float64(h.Settings.TimeoutUnit))
+	}
+	e.OrBlock = h.OrBlock == "" || strings.HasSuffix(cmd, h.OrBlock)
+	if _, after, ok := strings.Cut(cmd, " --timeout "); ok {
+		w, _, _ := strings.Cut(after, " ")
+		if d, err := time.ParseDuration(w); err == nil {
+			e.Wait = d
+		}
+	}
+	return e
 }
 
 // CollieOf is the collie program an entry's command runs.

@@ -48,12 +48,6 @@ func checkCodingAgents(_ context.Context, e *Env) []Row {
 	var rows []Row
 	for _, h := range ask.HookClients() {
 		_, lookErr := c.LookPath(h.Name)
-		if h.Settings == nil {
-			if r, ok := c.codexRow(h, lookErr == nil); ok {
-				rows = append(rows, r.about(h.Label))
-			}
-			continue
-		}
 		var entries []ask.HookEntry
 		var where []string
 		var bad []Row
@@ -67,7 +61,7 @@ func checkCodingAgents(_ context.Context, e *Env) []Row {
 				bad = append(bad, fail("check the file's owner and mode", "cannot read %s: %v", path, err))
 				continue
 			}
-			found, err := h.FindHook(data)
+			found, err := h.FindHook(data, path)
 			if err != nil {
 				bad = append(bad, fail("fix the file, then collie setup "+h.Name, "%s: %v", path, err))
 				continue
@@ -91,10 +85,10 @@ func checkCodingAgents(_ context.Context, e *Env) []Row {
 func (c *Clients) settingsFiles(h *ask.HookClient) []string {
 	var files []string
 	if c.Home != "" {
-		files = append(files, h.SettingsPath(c.Home, ""))
+		files = append(files, h.SettingsPath(c.Getenv, c.Home, ""))
 	}
 	if c.Project != "" && c.Project != c.Home {
-		files = append(files, h.SettingsPath("", c.Project))
+		files = append(files, h.SettingsPath(c.Getenv, "", c.Project))
 	}
 	return files
 }
@@ -116,6 +110,9 @@ func (c *Clients) hookRow(h *ask.HookClient, entries []ask.HookEntry, where []st
 		if h.Settings.OnFailure != "" && en.OnFailure != h.Settings.OnFailure {
 			return fail(setup, "the hook has no \"onFailure\": %q: if it cannot run or crashes, %s runs the tool", h.Settings.OnFailure, h.Label)
 		}
+		if en.Untrusted {
+			return fail(setup, "%s skips collie's hook: its trust is not recorded (or the hook changed since); run collie setup %s again, or trust it in %s's /hooks panel", h.Label, h.Name, h.Label)
+		}
 		if !en.OrBlock {
 			return fail(setup, "the hook's command does not end in %q: if collie cannot start or is killed, %s runs the tool", strings.TrimSpace(h.OrBlock), h.Label)
 		}
@@ -133,29 +130,4 @@ func (c *Clients) hookRow(h *ask.HookClient, entries []ask.HookEntry, where []st
 		msg += "; a hook that cannot run blocks the tool through its " + strconv.Quote(strings.TrimSpace(h.OrBlock)) + ", but one that outlives its timeout lets the tool run"
 	}
 	return ok("%s", msg)
-}
-
-// codexRow is Codex's row: collie setup does not write its hooks yet,
-// and collie cannot read Codex's trust of them, so the row says what to
-// check by hand.
-func (c *Clients) codexRow(h *ask.HookClient, installed bool) (Row, bool) {
-	home := c.Getenv("CODEX_HOME")
-	if home == "" && c.Home != "" {
-		home = filepath.Join(c.Home, ".codex")
-	}
-	path := filepath.Join(home, "config.toml")
-	data, err := c.ReadFile(path)
-	if !installed && err != nil {
-		return Row{}, false
-	}
-	if err != nil || !strings.Contains(string(data), "ask --hook "+h.Name) {
-		return warn("add the hooks of collie(1) HOOK ADAPTERS to "+path+", then trust them in Codex's /hooks panel",
-			"%s is installed without collie's hook: its tool calls are not asked on your phone", h.Label), true
-	}
-	if !strings.Contains(string(data), "PermissionRequest") {
-		return warn("add the PermissionRequest hook of collie(1) HOOK ADAPTERS",
-			"%s has collie's hook in %s but no PermissionRequest hook: a yes on your phone cannot allow a tool Codex asks about", h.Label, path), true
-	}
-	return warn("open Codex, check that /hooks lists collie's hooks as trusted",
-		"collie's hooks are in %s; Codex skips a hook it does not trust, and collie cannot check that", path), true
 }

@@ -18,8 +18,9 @@ func TestCodingAgents_D1(t *testing.T) {
 	const collie = "/usr/bin/collie"
 	claude := ask.HookClientNamed("claude")
 	gemini := ask.HookClientNamed("gemini")
+	codex := ask.HookClientNamed("codex")
 	merged := func(h *ask.HookClient, wait time.Duration) string {
-		b, _, err := h.MergeSettings(nil, collie, wait)
+		b, _, err := h.MergeSettings(nil, "/home/u/"+h.Settings.UserFile, collie, wait)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +49,11 @@ func TestCodingAgents_D1(t *testing.T) {
 		{name: "gemini set up, broken claude", runnable: true,
 			files: map[string]string{".gemini/settings.json": merged(gemini, ask.SetupWait), ".claude/settings.json": "{"},
 			want:  map[string]Status{"Gemini CLI": OK, "Claude Code": Fail}, wantMsg: "outlives its timeout"},
-		{name: "codex", installed: []string{"codex"}, want: map[string]Status{"Codex": Warn}, wantMsg: "Codex is installed without"},
+		{name: "codex without hook", installed: []string{"codex"}, want: map[string]Status{"Codex": Warn}, wantMsg: "Codex is installed without"},
+		{name: "codex set up", runnable: true, files: map[string]string{".codex/config.toml": merged(codex, ask.SetupWait)},
+			want: map[string]Status{"Codex": OK}, wantMsg: "Codex's own timeout is 2m15s"},
+		{name: "codex untrusted", runnable: true, files: map[string]string{".codex/config.toml": strings.ReplaceAll(merged(codex, ask.SetupWait), "sha256:", "sha256:0")},
+			want: map[string]Status{"Codex": Fail}, wantMsg: "skips collie's hook"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &Clients{Home: "/home/u", Getenv: func(string) string { return "" },
