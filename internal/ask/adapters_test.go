@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -11,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/collie-linux/collie/internal/durable"
 	"github.com/collie-linux/collie/internal/durable/board"
+	"github.com/collie-linux/collie/internal/wire"
 )
 
 // hookInput is a tool call as client h sends it to its hook.
@@ -167,5 +171,53 @@ func TestHookTimeouts_D1(t *testing.T) {
 		if ClientTimeoutFor(SetupWait)-HookDeadline(SetupWait) < 10*time.Second {
 			t.Errorf("margin under 10s")
 		}
+	}
+}
+
+// TestHookAdapters_AgentGoneAfterAsking_D1: the agent asks, then stops
+// (a restart that does not come back in time): the adapter keeps trying
+// its socket, and still prints its deny by its deadline.
+func TestHookAdapters_AgentGoneAfterAsking_D1(t *testing.T) {
+	for _, h := range HookClients() {
+		t.Run(h.Name, func(t *testing.T) {
+			dir, err := os.MkdirTemp("", "gone-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(dir)
+			path := filepath.Join(dir, "desk", "a.sock")
+			l, _, err := durable.Listen(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv, err := durable.NewServer(wire.Hello{Agent: "a"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := board.Options{Space: wire.Space{ID: "main", Title: "A"}, Tab: wire.Space{ID: "main", Title: "Main"}}
+			o.Main.ID, o.Main.Title = "main", "Questions"
+			b, err := board.New(srv, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Stop()
+			ctx, stop := context.WithCancel(context.Background())
+			served := make(chan struct{})
+			go func() { srv.ServeTransport(ctx, l, durable.Transport{Unchecked: true}); close(served) }()
+			a := &agent{path: path, board: b}
+			start := time.Now()
+			ch := runAsk(a, hookInput(h, "toolu_gone"), "--hook", h.Name, "--timeout", "2s")
+			a.open(t)
+			stop() // the agent goes, with the question open
+			<-served
+			r := wait(t, ch)
+			took := time.Since(start)
+			if allow, reason := decisionOf(t, h, r); allow || reason == "" {
+				t.Fatalf("allow %v reason %q", allow, reason)
+			}
+			if took > HookDeadline(2*time.Second)+time.Second {
+				t.Fatalf("the deny came %v after the start, due by %v", took, HookDeadline(2*time.Second))
+			}
+		})
 	}
 }
