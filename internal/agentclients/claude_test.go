@@ -114,11 +114,12 @@ func TestClaudeCode_PreToolUseHook(t *testing.T) {
 		{name: "block: missing command", hook: "missing", onFailure: "block", mode: "bypassPermissions", wantInRes: `blocking because onFailure is "block"`},
 		{name: "block: exit 1", hook: "exit1.sh", onFailure: "block", mode: "bypassPermissions", wantInRes: `blocking because onFailure is "block"`},
 		{name: "block: timeout", hook: "sleep.sh", args: []string{"30"}, timeout: 2, onFailure: "block", mode: "bypassPermissions", wantInRes: "timed out; blocking"},
-		// ...but not bad JSON, nor a decision it does not know, nor
-		// silence: those still run the tool. The adapter must print a
-		// well-formed deny on every path of its own.
+		// ...and a decision it does not know...
+		{name: "block: unknown decision", hook: "unknown-decision.sh", onFailure: "block", mode: "bypassPermissions", wantInRes: `blocking because onFailure is "block"`},
+		// ...but not output that is not JSON, nor silence: those still
+		// run the tool. The adapter must print a well-formed deny on
+		// every path of its own.
 		{name: "block: bad JSON still runs", hook: "badjson.sh", onFailure: "block", mode: "bypassPermissions", wantRan: true},
-		{name: "block: unknown decision still runs", hook: "unknown-decision.sh", onFailure: "block", mode: "bypassPermissions", wantRan: true},
 		{name: "block: silence runs", hook: "silent.sh", onFailure: "block", mode: "bypassPermissions", wantRan: true},
 	}
 	for _, tc := range rows {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -190,6 +191,13 @@ func (s *Sandbox) baseEnv() []string {
 		"LANG=C.UTF-8",
 		"TERM=dumb",
 		"NO_COLOR=1",
+		// The clients keep their settings under these; spelled out so
+		// that a caller's environment (systemdtest's) does not send them
+		// elsewhere.
+		"XDG_CONFIG_HOME=" + filepath.Join(s.Home, ".config"),
+		"XDG_DATA_HOME=" + filepath.Join(s.Home, ".local", "share"),
+		"XDG_STATE_HOME=" + filepath.Join(s.Home, ".local", "state"),
+		"XDG_CACHE_HOME=" + filepath.Join(s.Home, ".cache"),
 		// Claude Code.
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1",
 		"DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1",
@@ -222,10 +230,13 @@ func (s *Sandbox) Run(ctx context.Context, timeout time.Duration, stdin []byte, 
 	var cmd *exec.Cmd
 	if s.Command != nil {
 		// The caller's command runs in its own place (a namespace); the
-		// shell moves to the project folder first.
+		// shell moves to the project folder first. The caller's
+		// environment stays (XDG_RUNTIME_DIR, the bus) where the base
+		// does not override it (HOME and the XDG folders are the
+		// sandbox's; os/exec keeps the last of a repeated variable).
 		argv := append([]string{"-c", `cd "$0" && exec "$@"`, s.Project, name}, args...)
 		cmd = s.Command(ctx, "/bin/sh", argv...)
-		cmd.Env = append(cmd.Env, append(s.Env, env...)...)
+		cmd.Env = append(cmd.Env, fullEnv...)
 	} else {
 		cmd = exec.CommandContext(ctx, name, args...)
 		cmd.Dir = s.Project
@@ -264,3 +275,48 @@ func (s *Sandbox) Run(ctx context.Context, timeout time.Duration, stdin []byte, 
 	}
 	return r, nil
 }
+
+// Process is a client started in the background (a server such as
+// `opencode serve`). Stop kills it and its process group.
+type Process struct {
+	cmd    *exec.Cmd
+	Stdout io.Reader // the client's standard output, to be read as it comes
+	stderr bytes.Buffer
+	done   chan struct{}
+}
+
+// Start starts name with args as the user, in Project, with the same
+// environment as Run, and returns at once. It starts the process itself,
+// as User, even when Command is set. Read Stdout (or it may block
+// the client once the pipe fills); Stop ends it. t.Cleanup stops it too.
+func (s *Sandbox) Start(t testing.TB, env []string, name string, args ...string) (*Process, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = s.Project
+	cmd.Env = append(append(s.baseEnv(), s.Env...), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Credential: &syscall.Credential{Uid: uint32(s.User.UID), Gid: uint32(s.User.GID), Groups: []uint32{}},
+		Setpgid:    true, Pdeathsig: syscall.SIGKILL,
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &Process{cmd: cmd, Stdout: out, done: make(chan struct{})}
+	cmd.Stderr = &p.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s as %s: %w", name, s.User.Name, err)
+	}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	t.Cleanup(p.Stop)
+	return p, nil
+}
+
+// Stop kills the process group and waits for the process to end.
+func (p *Process) Stop() {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
+// Stderr returns what the process wrote on standard error; call it after
+// Stop.
+func (p *Process) Stderr() string { return p.stderr.String() }

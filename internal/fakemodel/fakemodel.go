@@ -13,7 +13,8 @@
 // (the client's agent loop) takes the next turn: a tool call (a [Call])
 // or a text reply. Requests without tools (titles, summaries, quota
 // probes the clients send on the side) get a short text reply and take
-// no turn; once the script is used up, every reply is [Server.Done]'s
+// no turn (a Gemini request that asks for JSON of a schema gets JSON of
+// its shape); once the script is used up, every reply is [Server.Done]'s
 // text. Every request is recorded with its body, so that a test can read
 // what the client sent back (the tool result, a hook's deny reason).
 //
@@ -249,6 +250,11 @@ func (s *Server) generate(w http.ResponseWriter, r Request, body []byte) {
 	r, turn, scripted := s.record(r, offersTools(r.Dialect, body))
 	if !scripted {
 		turn = Say(s.done)
+		if r.Dialect == Gemini {
+			if text, ok := geminiSchemaReply(body); ok {
+				turn = Say(text)
+			}
+		}
 	}
 	if turn.Call != nil && turn.Call.ID == "" {
 		c := *turn.Call

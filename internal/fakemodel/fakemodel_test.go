@@ -246,3 +246,45 @@ func TestWait_ReturnsWhenTheRequestArrives(t *testing.T) {
 		t.Error("Wait with an ended context returned no error")
 	}
 }
+
+// TestGeminiSchemaSideRequest: Gemini CLI's router asks for JSON of a
+// schema; the reply is JSON of its shape, not the done text.
+func TestGeminiSchemaSideRequest(t *testing.T) {
+	s := Start(nil)
+	defer s.Close()
+	_, reply := post(t, s, "/v1beta/models/gemini-3.5-flash-lite:generateContent", `{"generationConfig":{
+		"responseMimeType":"application/json","responseJsonSchema":{"type":"OBJECT","properties":{
+		"complexity_reasoning":{"type":"STRING"},"complexity_score":{"type":"INTEGER"},
+		"choice":{"type":"STRING","enum":["flash","pro"]},"tags":{"type":"ARRAY","items":{"type":"STRING"}}}}}}`)
+	var resp struct {
+		Candidates []struct {
+			Content struct {
+				Parts []struct {
+					Text string `json:"text"`
+				} `json:"parts"`
+			} `json:"content"`
+		} `json:"candidates"`
+	}
+	if err := json.Unmarshal([]byte(reply), &resp); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(resp.Candidates[0].Content.Parts[0].Text), &got); err != nil {
+		t.Fatalf("the reply's text is not JSON: %v: %s", err, reply)
+	}
+	want := map[string]any{"complexity_reasoning": "fake", "complexity_score": 1.0, "choice": "flash", "tags": []any{"fake"}}
+	for k, v := range want {
+		if gb, _ := json.Marshal(got[k]); string(gb) != mustJSON(t, v) {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,6 +1,9 @@
 package fakemodel
 
-import "strings"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // The Gemini API: a GenerateContentResponse, or for
 // :streamGenerateContent?alt=sse a stream of them as "data:" lines.
@@ -34,4 +37,62 @@ func geminiResponse(t Turn) map[string]any {
 
 func geminiStream(w responseWriter, t Turn) {
 	newSSE(w).event("", geminiResponse(t))
+}
+
+// geminiSchemaReply returns, for a side request that asks for JSON of a
+// schema (Gemini CLI's model router does), a JSON text that fits the
+// schema's shape, and whether the request asked for one: without it
+// Gemini CLI retries the request for a minute and a half.
+func geminiSchemaReply(body []byte) (string, bool) {
+	var b struct {
+		GenerationConfig struct {
+			ResponseJSONSchema map[string]any `json:"responseJsonSchema"`
+			ResponseSchema     map[string]any `json:"responseSchema"`
+		} `json:"generationConfig"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return "", false
+	}
+	schema := b.GenerationConfig.ResponseJSONSchema
+	if schema == nil {
+		schema = b.GenerationConfig.ResponseSchema
+	}
+	if schema == nil {
+		return "", false
+	}
+	out, err := json.Marshal(fillSchema(schema, 0))
+	if err != nil {
+		return "", false
+	}
+	return string(out), true
+}
+
+// fillSchema makes a value of the schema's type: objects with every
+// property, the first enum value, 1 for numbers, "fake" for strings.
+func fillSchema(schema map[string]any, depth int) any {
+	if enum, ok := schema["enum"].([]any); ok && len(enum) > 0 {
+		return enum[0]
+	}
+	typ, _ := schema["type"].(string)
+	switch strings.ToLower(typ) {
+	case "object":
+		obj := map[string]any{}
+		props, _ := schema["properties"].(map[string]any)
+		for name, p := range props {
+			if ps, ok := p.(map[string]any); ok && depth < 8 {
+				obj[name] = fillSchema(ps, depth+1)
+			}
+		}
+		return obj
+	case "array":
+		if items, ok := schema["items"].(map[string]any); ok && depth < 8 {
+			return []any{fillSchema(items, depth+1)}
+		}
+		return []any{}
+	case "integer", "number":
+		return 1
+	case "boolean":
+		return false
+	}
+	return "fake"
 }
