@@ -174,3 +174,36 @@ func TestSetup_Codex_D1(t *testing.T) {
 		t.Fatalf("%+v", entries)
 	}
 }
+
+// TestSetup_Paths_D1: collie setup writes the user's file under HOME (or
+// CODEX_HOME), the project's with --project, and names the running
+// collie by its absolute path.
+func TestSetup_Paths_D1(t *testing.T) {
+	home, project, codexHome := t.TempDir(), t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("CODEX_HOME", codexHome)
+	self, _ := os.Executable()
+	self, _ = filepath.EvalSymlinks(self)
+	for _, tc := range []struct {
+		args []string
+		file string
+	}{
+		{[]string{"setup", "claude"}, filepath.Join(home, ".claude", "settings.json")},
+		{[]string{"setup", "claude", "--project", project}, filepath.Join(project, ".claude", "settings.local.json")},
+		{[]string{"setup", "gemini", "--project", project}, filepath.Join(project, ".gemini", "settings.json")},
+		{[]string{"setup", "codex"}, filepath.Join(codexHome, "config.toml")},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(tc.args, &out, &errb); code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, errb.String())
+		}
+		b, err := os.ReadFile(tc.file)
+		if err != nil || !strings.Contains(string(b), self) {
+			t.Fatalf("%v: %s: %v\n%s", tc.args, tc.file, err, b)
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"setup", "claude", "--project", filepath.Join(project, "nope")}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "is not a folder") {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+}
