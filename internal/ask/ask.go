@@ -44,7 +44,7 @@ const (
 // Usage is the help text; prog is "collie ask" or "collie-agent ask".
 func usage(prog string) string {
 	return fmt.Sprintf(`Usage: %[1]s KIND [OPTIONS] [TITLE]
-       %[1]s --hook claude [--agent NAME | --socket PATH] [--timeout DURATION]
+       %[1]s --hook claude|codex|gemini [--agent NAME | --socket PATH] [--timeout DURATION]
 
 Ask the user a question on their paired device and wait for the answer.
 
@@ -64,7 +64,8 @@ Options:
   --json                    print the decision as JSON
   --agent NAME              ask through collie-agent@NAME (default: $COLLIE_AGENT, or the only agent)
   --socket PATH             ask through the agent listening at PATH
-  --hook claude             read Claude Code's PreToolUse JSON on stdin, print its decision JSON
+  --hook CLIENT             be CLIENT's tool hook (claude, codex, gemini): read its hook
+                            input on stdin, print its decision; deny on any failure
   -h, --help                show this help
 
 Exit status: 0 yes (or answered), 1 no, 2 usage, 3 timed out (denied),
@@ -93,7 +94,10 @@ var (
 // other error, whose status the binary decides.
 func ExitOf(err error) (code int, ok bool) {
 	var unasked *Unasked
+	var he HookExit
 	switch {
+	case errors.As(err, &he):
+		return int(he), true
 	case errors.Is(err, ErrNo):
 		return ExitNo, true
 	case errors.Is(err, ErrTimedOut):
@@ -109,8 +113,16 @@ func ExitOf(err error) (code int, ok bool) {
 // Said reports whether Run said err already, so the binary prints nothing
 // more: the decisions other than yes.
 func Said(err error) bool {
-	return errors.Is(err, ErrNo) || errors.Is(err, ErrTimedOut) || errors.Is(err, ErrWithdrawn)
+	var he HookExit
+	return errors.As(err, &he) || errors.Is(err, ErrNo) || errors.Is(err, ErrTimedOut) || errors.Is(err, ErrWithdrawn)
 }
+
+// HookExit is a hook's decision said already on stdout and stderr, with
+// the exit status its client reads as that decision (Gemini CLI and Codex
+// block on 2).
+type HookExit int
+
+func (h HookExit) Error() string { return fmt.Sprintf("hook decision (exit status %d)", int(h)) }
 
 // Unasked is what kept the question from being asked, or its answer from
 // coming back: the agent could not be found or reached, or it refused.
@@ -161,14 +173,15 @@ func Run(ctx context.Context, args []string, e Env) error {
 		return usageErr("--timeout must not be negative")
 	}
 	if hk != "" {
-		if hk != "claude" {
-			return usageErr("--hook %q is not known; the adapter there is: --hook claude", hk)
+		h := HookClientNamed(hk)
+		if h == nil {
+			return usageErr("--hook %q is not known; the adapters are: %s", hk, hookNames())
 		}
 		if yesNo || line || len(choices) > 0 || len(fields) > 0 || title != "" || len(rest) > 0 {
-			return usageErr("--hook claude takes the question from stdin; give no kind or title")
+			return usageErr("--hook %s takes the question from stdin; give no kind or title", hk)
 		}
 		if timeout == 0 {
-			timeout = DefaultHookTimeout
+			timeout = h.DefaultWait()
 		}
 		if e.Remote != nil && (socket != "" || agent != "") {
 			return usageErr("--socket and --agent name a local agent; in an agent environment collie ask goes to the bridge")
@@ -179,7 +192,10 @@ func Run(ctx context.Context, args []string, e Env) error {
 		}
 		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		hookClaude(ctx, e, path, err, timeout) // always a decision on stdout, and exit status 0
+		// Always a decision on stdout, and the exit status the client reads.
+		if code := runHook(ctx, e, h, path, err, timeout); code != 0 {
+			return HookExit(code)
+		}
 		return nil
 	}
 

@@ -256,7 +256,7 @@ func TestAskOutcomes(t *testing.T) {
 		{"one_choice", []string{"--choice", "A", "T?"}, "2 to 32 options"},
 		{"bad_form", []string{"--form", "nolabel", "T?"}, "is not ID=LABEL"},
 		{"command_without_tool", []string{"--yes-no", "--command", "ls", "T?"}, "--command needs --tool"},
-		{"unknown_hook", []string{"--hook", "cursor"}, "--hook claude"},
+		{"unknown_hook", []string{"--hook", "cursor"}, "the adapters are: claude, codex, gemini"},
 	} {
 		t.Run("usage/"+u.name, func(t *testing.T) {
 			r := wait(t, runAsk(a, "", u.args...))

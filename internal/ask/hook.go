@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -17,17 +18,13 @@ import (
 	"github.com/collie-linux/collie/internal/wire"
 )
 
-// DefaultHookTimeout is how long the hook waits for a tap before it denies.
-// Claude Code gives a command hook 60 seconds unless its "timeout" says
-// otherwise, so the default answers just before that; raise both together.
-const DefaultHookTimeout = 55 * time.Second
-
 // hookInputCap bounds what the hook reads from stdin: a Write can carry a
 // whole file.
 const hookInputCap = 8 << 20
 
-// PreToolUse is the part of Claude Code's PreToolUse hook input the adapter
-// uses. The schema is Claude Code's and open: other fields are ignored.
+// PreToolUse is the part of a client's tool hook input the adapter uses
+// (Claude Code's PreToolUse; Codex and Gemini CLI send the same fields).
+// The schema is the client's and open: other fields are ignored.
 type PreToolUse struct {
 	SessionID      string          `json:"session_id"`
 	TranscriptPath string          `json:"transcript_path"`
@@ -39,8 +36,8 @@ type PreToolUse struct {
 	ToolUseID      string          `json:"tool_use_id"`
 }
 
-// HookOutput is what the hook prints: Claude Code reads the decision from
-// hookSpecificOutput.
+// HookOutput is what the Claude Code adapter prints: Claude Code reads the
+// decision from hookSpecificOutput.
 type HookOutput struct {
 	HookSpecificOutput HookDecision `json:"hookSpecificOutput"`
 }
@@ -52,14 +49,46 @@ type HookDecision struct {
 	PermissionDecisionReason string `json:"permissionDecisionReason"`
 }
 
-// hookClaude reads PreToolUse JSON on stdin, asks, and prints the decision.
-// It always prints a decision and exits 0, so Claude Code reads it: a
-// failure to ask is a deny with the reason, never a silent allow.
-func hookClaude(ctx context.Context, e Env, path string, pathErr error, timeout time.Duration) int {
-	deny := func(reason string) int {
-		printDecision(e, "deny", reason)
-		return 0
+// hookVerdict is a decision and its reason.
+type hookVerdict struct {
+	allow  bool
+	reason string
+}
+
+// runHook reads the client's hook input on stdin, asks, and prints the
+// client's decision; it returns the exit status the client reads. It
+// always prints a decision: a failure to ask is a deny with the reason,
+// never a silent allow. Whatever the agent or the bridge does (frozen,
+// restarting, gone), the deny is printed HookDeadline(wait) after the
+// start at the latest, before the client's own hook timeout.
+func runHook(ctx context.Context, e Env, h *HookClient, path string, pathErr error, wait time.Duration) int {
+	ctx, cancel := context.WithTimeout(ctx, HookDeadline(wait))
+	defer cancel()
+	event := make(chan string, 1) // the input's event, once read
+	done := make(chan hookVerdict, 1)
+	go func() { done <- decideHook(ctx, e, h, path, pathErr, wait, event) }()
+	var v hookVerdict
+	select {
+	case v = <-done:
+	case <-ctx.Done():
+		reason := fmt.Sprintf("No decision within %s; Collie denies by default", HookDeadline(wait))
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			reason = "Collie's hook was stopped before a decision; denied by default"
+		}
+		v = hookVerdict{reason: reason}
 	}
+	ev := h.Events[0]
+	select {
+	case ev = <-event:
+	default:
+	}
+	return h.Print(e.Stdout, e.Stderr, ev, v.allow, v.reason)
+}
+
+// decideHook is runHook's work, run under its deadline. It sends the
+// input's event on event once it is read.
+func decideHook(ctx context.Context, e Env, h *HookClient, path string, pathErr error, wait time.Duration, event chan<- string) hookVerdict {
+	deny := func(reason string) hookVerdict { return hookVerdict{reason: reason} }
 	data, err := io.ReadAll(io.LimitReader(e.Stdin, hookInputCap+1))
 	if err != nil {
 		return deny("Collie could not read the hook input (" + err.Error() + "); denied by default")
@@ -68,37 +97,34 @@ func hookClaude(ctx context.Context, e Env, path string, pathErr error, timeout 
 		return deny(fmt.Sprintf("the tool call is over %d bytes, too large to show on a phone; Collie denies it by default", hookInputCap))
 	}
 	var in PreToolUse
-	// Open schema (Claude Code's), but read as Claude Code's own JSON.parse
-	// reads it: exact-case, so "Tool_Name" is not tool_name, and a name
-	// twice or invalid UTF-8 is refused, so what the human is shown is what
-	// runs.
+	// Open schema (the client's), but read as a JSON.parse reads it:
+	// exact-case, so "Tool_Name" is not tool_name, and a name twice or
+	// invalid UTF-8 is refused, so what the human is shown is what runs.
 	if err := jsonstrict.Unmarshal(data, &in, jsonstrict.Open); err != nil {
 		return deny("Collie could not read the hook input as JSON (" + err.Error() + "); denied by default")
 	}
-	if in.HookEventName != "PreToolUse" || in.ToolName == "" {
-		return deny(fmt.Sprintf("collie ask --hook claude handles PreToolUse, not %q; fix the hook's event in Claude Code's settings", in.HookEventName))
+	if !h.handles(in.HookEventName) || in.ToolName == "" {
+		return deny(fmt.Sprintf("collie ask --hook %s handles %s, not %q; fix the hook's event in %s's settings (collie setup %s writes them)",
+			h.Name, strings.Join(h.Events, " and "), in.HookEventName, h.Label, h.Name))
 	}
+	event <- in.HookEventName
 	if pathErr != nil {
 		return deny("Collie could not find the agent to ask (" + pathErr.Error() + "); denied by default")
 	}
-	r := QuestionFor(in)
+	r := questionFor(h, in)
 	r.RequestID = newID("hook")
-	r.TimeoutSeconds = int64(max(timeout.Round(time.Second)/time.Second, 1))
+	r.TimeoutSeconds = int64(max(wait.Round(time.Second)/time.Second, 1))
 	if err := r.Validate(); err != nil {
 		return deny("Collie could not make a question of this tool call (" + err.Error() + "); denied by default")
 	}
-	rep, err := ask(ctx, e.clientFor(path), r, timeout)
+	c := e.clientFor(path)
+	dl, _ := ctx.Deadline()
+	rep, err := c.wait(ctx, r, dl)
 	if err != nil {
 		return deny("Collie could not ask (" + e.describeErr(err, path) + "); denied by default")
 	}
-	decision, reason := hookDecision(rep, timeout)
-	printDecision(e, decision, reason)
-	return 0
-}
-
-func printDecision(e Env, decision, reason string) {
-	b, _ := json.Marshal(HookOutput{HookDecision{HookEventName: "PreToolUse", PermissionDecision: decision, PermissionDecisionReason: reason}})
-	fmt.Fprintf(e.Stdout, "%s\n", b)
+	decision, reason := hookDecision(rep, wait)
+	return hookVerdict{allow: decision == "allow", reason: reason}
 }
 
 // hookDecision turns the agent's reply into a PreToolUse decision: allow
@@ -129,7 +155,10 @@ func hookDecision(rep wire.AskReply, timeout time.Duration) (decision, reason st
 // what the tool is about to do, a rationale with the detail, the tool-call
 // key (Claude Code's tool_use_id, or a hash of the call), and the tool and
 // command for "always allow".
-func QuestionFor(in PreToolUse) wire.AskRequest {
+func QuestionFor(in PreToolUse) wire.AskRequest { return questionFor(claudeHook, in) }
+
+// questionFor is QuestionFor for the client h: its label, its tool names.
+func questionFor(h *HookClient, in PreToolUse) wire.AskRequest {
 	var ti map[string]any
 	jsonstrict.Unmarshal(in.ToolInput, &ti) // checked whole in hookClaude; broken, it shows nothing
 	str := func(k string) string {
@@ -137,7 +166,7 @@ func QuestionFor(in PreToolUse) wire.AskRequest {
 		return s
 	}
 	var title, detail, command string
-	switch in.ToolName {
+	switch h.canonicalTool(in.ToolName) {
 	case "Bash":
 		command = str("command")
 		title = "Run: " + firstLine(command)
@@ -177,7 +206,7 @@ func QuestionFor(in PreToolUse) wire.AskRequest {
 	}
 	// Every cleaning and cut below is told on the card (X3): the flags
 	// become the request's shortened mark.
-	title, t := sanitize.Line("Claude Code: "+title, sanitize.TitleBytes)
+	title, t := sanitize.Line(h.Label+": "+title, sanitize.TitleBytes)
 	where, w := "", false
 	if in.Cwd != "" {
 		where, w = sanitize.Line(in.Cwd, sanitize.RationaleBytes/4)
@@ -185,7 +214,7 @@ func QuestionFor(in PreToolUse) wire.AskRequest {
 	}
 	rationale, e := Excerpt(strings.TrimSpace(detail), sanitize.RationaleBytes-len(where))
 	rationale, b := sanitize.Block(strings.TrimSpace(rationale+where), sanitize.RationaleBytes)
-	r := wire.AskRequest{Kind: wire.AskYesNo, Title: title, Rationale: rationale, ToolCall: toolCallKey(in), Shortened: t || w || e || b}
+	r := wire.AskRequest{Kind: wire.AskYesNo, Title: title, Rationale: rationale, ToolCall: toolCallKey(h, in), Shortened: t || w || e || b}
 	if e {
 		r.Detail = DetailOf(strings.TrimSpace(detail))
 	}
@@ -199,16 +228,16 @@ func QuestionFor(in PreToolUse) wire.AskRequest {
 
 // toolCallKey is the D9 key: Claude Code's tool_use_id when it is a valid
 // id, otherwise a hash of the session and the call.
-func toolCallKey(in PreToolUse) string {
+func toolCallKey(hc *HookClient, in PreToolUse) string {
 	if in.ToolUseID != "" && sanitize.ValidID(in.ToolUseID) && len(in.ToolUseID) <= 100 {
-		return "claude-" + in.ToolUseID
+		return hc.Name + "-" + in.ToolUseID
 	}
-	h := sha256.New()
-	h.Write([]byte(in.SessionID + "\x00" + in.ToolName + "\x00"))
+	sum := sha256.New()
+	sum.Write([]byte(in.SessionID + "\x00" + in.ToolName + "\x00"))
 	var buf bytes.Buffer
 	json.Compact(&buf, in.ToolInput)
-	h.Write(buf.Bytes())
-	return "claude-" + hex.EncodeToString(h.Sum(nil))[:40]
+	sum.Write(buf.Bytes())
+	return hc.Name + "-" + hex.EncodeToString(sum.Sum(nil))[:40]
 }
 
 func firstLine(s string) string {

@@ -19,7 +19,7 @@ import (
 func Main(ctx context.Context, args []string, e Env) int {
 	err := Run(ctx, args, e)
 	code := exitCode(err)
-	if err != nil && code != ExitNo && code != ExitTimedOut && code != ExitWithdrawn && !errors.Is(err, flag.ErrHelp) {
+	if err != nil && !Said(err) && code != ExitNo && code != ExitTimedOut && code != ExitWithdrawn && !errors.Is(err, flag.ErrHelp) {
 		cli.WriteError(e.Stderr, e.Prog, err, code, false)
 	}
 	return code
@@ -27,7 +27,10 @@ func Main(ctx context.Context, args []string, e Env) int {
 
 func exitCode(err error) int {
 	var u *Unasked
+	var he HookExit
 	switch {
+	case errors.As(err, &he):
+		return int(he)
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return ExitYes
 	case errors.Is(err, ErrNo):

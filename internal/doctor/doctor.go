@@ -78,6 +78,9 @@ type Env struct {
 	// sessions (control.Client).
 	AgentSessions func(ctx context.Context) ([]control.AgentSession, error)
 
+	// Clients are the coding agents' settings (clients.go); nil: no rows.
+	Clients *Clients
+
 	agents map[string]*agentState // worked out once per run (agent)
 }
 
@@ -135,6 +138,7 @@ var checks = []check{
 	{"push", checkPush},
 	{"config-reload", checkReload},
 	{"agent-login", checkAgentLogin},
+	{"coding-agents", checkCodingAgents},
 }
 
 // Names lists the checks, in the order they run.

@@ -55,6 +55,7 @@ func FromSystem(getenv func(string) string, version string) *Env {
 		e.Daemon, e.Push, e.AgentSessions = c, c.PushStatus, c.AgentSessions
 	}
 	e.Dial = dialTCP
+	e.Clients = ClientsFromSystem(getenv, exec.LookPath)
 	e.Fetch = fetchHealthz
 	e.AgentCheck = func(ctx context.Context, name string) (string, error) {
 		if e.PathsErr == nil {

@@ -12,7 +12,7 @@ _collie()
     local cur prev words cword
     _init_completion || return
 
-    local checks="binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener public_url push config-reload agent-login"
+    local checks="binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener public_url push config-reload agent-login coding-agents"
     case $prev in
         --socket | --ca-file)
             _filedir
@@ -32,7 +32,7 @@ _collie()
     esac
 
     if ((cword == 1)); then
-        COMPREPLY=($(compgen -W "daemon demo doctor durable show ask mcp pair devices push audit login logout whoami agents version help" -- "$cur"))
+        COMPREPLY=($(compgen -W "daemon demo doctor durable show ask setup mcp pair devices push audit login logout whoami agents version help" -- "$cur"))
         return
     fi
 
@@ -85,7 +85,7 @@ _collie()
                     return
                     ;;
                 --hook)
-                    COMPREPLY=($(compgen -W "claude" -- "$cur"))
+                    COMPREPLY=($(compgen -W "claude codex gemini" -- "$cur"))
                     return
                     ;;
                 --choice | --form | --title | --rationale | --tool-call | --tool | --command | --timeout)
@@ -93,6 +93,18 @@ _collie()
                     ;;
             esac
             COMPREPLY=($(compgen -W "--yes-no --choice --line --form --title --rationale --tool-call --tool --command --timeout --json --agent --socket --hook" -- "$cur"))
+            ;;
+        setup)
+            case $prev in
+                --project)
+                    _filedir -d
+                    return
+                    ;;
+                --timeout)
+                    return
+                    ;;
+            esac
+            COMPREPLY=($(compgen -W "claude codex gemini --project --dry-run --timeout" -- "$cur"))
             ;;
         mcp)
             case $prev in
