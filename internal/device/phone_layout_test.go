@@ -143,7 +143,7 @@ func TestPhoneLayout_390x844(t *testing.T) {
 		}
 		// The rest is one tap away.
 		b.do("unfold", chromedp.Click(chromedp.CSS(`[data-question="q-why"] details.fold > summary`)))
-		b.until("the middle shown", `document.querySelector('[data-question="q-why"] details.fold').open && document.querySelector('[data-question="q-why"] .fold-middle').getBoundingClientRect().height > 0`, 5*time.Second)
+		b.until("the middle shown", `document.querySelector('[data-question="q-why"] details.fold').open && document.querySelector('[data-question="q-why"] .fold-middle').getBoundingClientRect().height > 0`)
 		b.shoot("collie-phone-q-why-open.png")
 		// The whole command, as a yes would run it, is a tap away too.
 		b.do("show the whole command", chromedp.Click(chromedp.CSS(`[data-question="q-cmd"] details.whole > summary`)))
