@@ -133,6 +133,7 @@ var checks = []check{
 	{"public_url", checkPublicURL},
 	{"push", checkPush},
 	{"agent-login", checkAgentLogin},
+	{"runs", checkRuns},
 }
 
 // Names lists the checks, in the order they run.
