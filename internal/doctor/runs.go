@@ -58,4 +58,3 @@ func alive(pid int) bool {
 	err := killZero(pid)
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
-
