@@ -146,6 +146,7 @@ func (r runExit) Error() string { return "the command exited with status " + str
 // argument that is not a flag: the rest is the command, flags and all.
 func runArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	usage := fs.Usage
+	fs.Usage = func() {} // said once, below
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		// The same failure again, in collie's words (help included).

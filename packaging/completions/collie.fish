@@ -5,7 +5,7 @@ function __collie_agents
     test -r $f; and sed -n 's/^ *"name": *"\([^"]*\)".*/\1/p' $f
 end
 
-set -l commands daemon demo doctor durable show ask mcp pair devices push audit login logout whoami agents version help
+set -l commands daemon demo doctor durable show ask run mcp pair devices push audit login logout whoami agents version help
 complete -c collie -f
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a daemon -d 'Run the bridge in the foreground'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a demo -d 'Run the bridge with a demo agent'
@@ -13,6 +13,7 @@ complete -c collie -n "not __fish_seen_subcommand_from $commands" -a doctor -d '
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a durable -d 'Attach, detach or list durable agents'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a show -d 'Show what the bridge holds'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a ask -d 'Ask the user through a durable agent'
+complete -c collie -n "not __fish_seen_subcommand_from $commands" -a run -d 'Run a coding agent as the child of its own durable agent'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a mcp -d 'An MCP server on stdio that asks the user'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a pair -d 'Pair a phone or browser'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a devices -d 'List or revoke paired devices'
@@ -49,6 +50,8 @@ complete -c collie -n '__fish_seen_subcommand_from ask' -l json -d 'Print the de
 complete -c collie -n '__fish_seen_subcommand_from ask' -l agent -x -d 'Ask through collie-agent@NAME'
 complete -c collie -n '__fish_seen_subcommand_from ask' -l socket -r -F -d 'Ask through the agent listening here'
 complete -c collie -n '__fish_seen_subcommand_from ask' -l hook -x -a claude -d "Read a hook's JSON on stdin"
+complete -c collie -n '__fish_seen_subcommand_from run' -l name -x -d "The run's agent name"
+complete -c collie -n '__fish_seen_subcommand_from run' -l no-systemd -d 'No scope from the user manager'
 complete -c collie -n '__fish_seen_subcommand_from mcp' -l agent -x -d 'Ask through collie-agent@NAME'
 complete -c collie -n '__fish_seen_subcommand_from mcp' -l socket -r -F -d 'Ask through the agent listening here'
 complete -c collie -n '__fish_seen_subcommand_from mcp' -l timeout -x -d 'Deny by default after this long'
@@ -58,7 +61,7 @@ complete -c collie -n '__fish_seen_subcommand_from devices; and not __fish_seen_
 complete -c collie -n '__fish_seen_subcommand_from agents; and not __fish_seen_subcommand_from list revoke' -a 'list revoke' -d 'List the sessions, or revoke one'
 complete -c collie -n '__fish_seen_subcommand_from push; and not __fish_seen_subcommand_from test' -a test -d 'Send one test push through the guard and every provider'
 complete -c collie -n '__fish_seen_subcommand_from doctor' -l check -x -d 'Run only one check' \
-    -a 'binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener public_url push agent-login'
+    -a 'binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener public_url push agent-login runs'
 
 set -l durable_subs attach detach list
 complete -c collie -n "__fish_seen_subcommand_from durable; and not __fish_seen_subcommand_from $durable_subs" -a "$durable_subs"
