@@ -3,16 +3,16 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/collie-linux/collie/internal/device"
 	"github.com/collie-linux/collie/internal/systemdtest"
-	"github.com/collie-linux/collie/internal/view"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -43,8 +43,8 @@ echo "ask $? $(cat ask.out)"
 // transient scope; started where the manager cannot take it and the cgroup
 // tree is not the user's, it falls back to its process family. Either way
 // the coding agent's tools, a double-forked one included, get 403
-// caller-refused and the question stays open; a process of the user
-// outside the run answers; the bridge shows the run as a conversation
+// caller-refused and the question stays open; a paired device answers
+// through the bridge; the bridge shows the run as a conversation
 // titled with the client and the folder while it runs, and the run
 // detaches when the child exits; collie doctor's runs row
 // names the protection; the exit status is the child's.
@@ -59,9 +59,21 @@ func TestRunUnderUserManager_C2_C4(t *testing.T) {
 	for _, name := range []string{"collie.service", "collie.service.d/sandbox.conf"} {
 		um.InstallUnit(name, unit(t, name, bin))
 	}
+	cfg := filepath.Join(um.Home, ".config/collie/config.toml")
+	if err := um.MkdirAll(filepath.Dir(cfg)); err != nil {
+		t.Fatal(err)
+	}
+	if err := um.WriteFile(cfg, []byte("[devices]\nlisten = \"127.0.0.1:0\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if out, err := um.Systemctl(ctx, "start", "collie.service"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
+	pairing, err := um.Run(ctx, bin+"/collie", "pair", "--local", "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, pairing)
+	}
+	dev, _ := pairDevice(t, pairing, "e2e phone")
 	path := "PATH=" + bin + ":/usr/bin:/bin"
 	for _, tc := range []struct {
 		name, protection, run string
@@ -98,15 +110,13 @@ func TestRunUnderUserManager_C2_C4(t *testing.T) {
 				t.Fatalf("the child's cgroup: %s", cg)
 			}
 
-			// The bridge shows the run's question in its conversation.
+			// The run's question reaches the device through the bridge, in
+			// the run's conversation.
 			var q wire.Question
-			waitFor(t, 30*time.Second, "the run's question in collie show --json", func() bool {
-				o, err := um.Run(ctx, bin+"/collie", "show", "--json")
-				var agents []view.Agent
-				if err != nil || json.Unmarshal([]byte(o), &agents) != nil {
-					return false
-				}
-				for _, a := range agents {
+			waitFor(t, 30*time.Second, "the run's question over the device API", func() bool {
+				var st device.State
+				dev.call("GET", "/api/v1/state", "", nil, &st)
+				for _, a := range st.Agents {
 					if a.Name != runName || a.Snapshot == nil {
 						continue
 					}
@@ -132,11 +142,10 @@ func TestRunUnderUserManager_C2_C4(t *testing.T) {
 					t.Fatalf("the %s's answer: %s\ncollie run said:\n%s", who, l, stderr.String())
 				}
 			}
-			// Outside the run, a process of the user answers.
-			body := fmt.Sprintf(`{"requestId":"outside-1","conversation":"run","question":%q,"revision":%d,"optionIds":["yes"]}`, q.ID, q.Revision)
-			sock := um.RuntimeDir + "/desk/" + runName + ".sock"
-			if o, err := um.Run(ctx, "curl", "-sS", "-w", " %{http_code}", "--unix-socket", sock, "-H", "Collie-Protocol: 1", "-d", body, "http://agent/v1/answer"); err != nil || !strings.HasSuffix(o, " 200") {
-				t.Fatalf("the answer from outside the run: %v %s", err, o)
+			// Outside the run, the bridge forwards the device's tap.
+			body := fmt.Sprintf(`{"requestId":"dev-%s","conversation":"run","question":%q,"revision":%d,"optionIds":["yes"]}`, runName, q.ID, q.Revision)
+			if status := dev.call("POST", "/api/v1/agents/"+runName+"/answer", body, map[string]string{device.WriteHeader: "1"}, nil); status != 200 {
+				t.Fatalf("the device's answer: %d", status)
 			}
 			if l := line(); !strings.HasPrefix(l, "ask 0") {
 				t.Fatalf("collie ask: %s", l)
