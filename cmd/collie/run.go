@@ -98,6 +98,15 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 	}
 	defer runrecord.Remove(recDir, *name)
 
+	// A signal that came while the agent started stops the run before
+	// the command starts, as it would have stopped the command.
+	select {
+	case sig := <-sigs:
+		a.CloseConversation()
+		detachRun(ctx, e, paths, *name, attached)
+		return runExit(128 + int(sig.(syscall.Signal)))
+	default:
+	}
 	p, err := runagent.StartChild(runagent.Child{
 		Path: prog, Argv: argv, Env: runEnv(os.Environ(), *name, socket), Dir: cwd,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
