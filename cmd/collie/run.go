@@ -44,6 +44,7 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("collie run", e)
 	name := fs.String("name", "", "the run's agent `NAME`, its socket $XDG_RUNTIME_DIR/desk/NAME.sock (default: from the command, the folder and the process id)")
 	noSystemd := fs.Bool("no-systemd", false, "do not ask the user manager for a scope: use a child cgroup where the cgroup tree is writable, else the process family")
+	sandbox := fs.Bool("sandbox", false, "run the command under bubblewrap with $XDG_RUNTIME_DIR emptied but for the run's socket: its tools cannot reach the user manager, other agents or the bridge's control socket")
 	argv, err := runArgs(fs, args)
 	if err != nil {
 		return err
@@ -51,6 +52,12 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 	prog, err := exec.LookPath(argv[0])
 	if err != nil {
 		return hint.Errorf("check the command's name, or give its full path", "cannot run %s: %v", argv[0], err)
+	}
+	var bwrap string
+	if *sandbox {
+		if bwrap, err = exec.LookPath("bwrap"); err != nil {
+			return hint.New("--sandbox needs bubblewrap, and bwrap is not on PATH", "install it (apt install bubblewrap), or run without --sandbox")
+		}
 	}
 	paths, err := e.paths()
 	if err != nil {
@@ -84,14 +91,18 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.stderr, "collie run: note: %v\n", err)
 		}
 	}()
-	a.Note(fmt.Sprintf("%s runs in %s. Protection: %s: %s.", client, displayFolder(cwd, e.getenv("HOME")), a.Protection, a.Describe()))
+	note := fmt.Sprintf("%s runs in %s. Protection: %s: %s.", client, displayFolder(cwd, e.getenv("HOME")), a.Protection, a.Describe())
+	if *sandbox {
+		note += " Sandbox: the command sees an empty runtime folder but for this run's socket."
+	}
+	a.Note(note)
 	if a.Protection == runagent.Family {
 		fmt.Fprintf(e.stderr, "collie run: note: the run has no cgroup of its own (%s); its tools are told apart by process family only\n", a.Why)
 	}
 
 	attached := attachRun(ctx, e, paths, *name, socket)
 	rec := runrecord.Record{Name: *name, PID: os.Getpid(), Socket: socket, Command: client, Folder: cwd,
-		Protection: a.Protection, Unit: a.Unit, Cgroup: a.Cgroup, Attached: attached, Started: time.Now().UTC()}
+		Protection: a.Protection, Unit: a.Unit, Cgroup: a.Cgroup, Sandbox: *sandbox, Attached: attached, Started: time.Now().UTC()}
 	recDir := runrecord.Dir(paths.Runtime)
 	if err := runrecord.Write(recDir, rec); err != nil {
 		fmt.Fprintf(e.stderr, "collie run: note: collie doctor will not see this run: %v\n", err)
@@ -107,10 +118,14 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 		return runExit(128 + int(sig.(syscall.Signal)))
 	default:
 	}
-	p, err := runagent.StartChild(runagent.Child{
+	child := runagent.Child{
 		Path: prog, Argv: argv, Env: runEnv(os.Environ(), *name, socket), Dir: cwd,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-	})
+	}
+	if *sandbox {
+		child.Sandbox = &runagent.Sandbox{Bwrap: bwrap, RuntimeDir: paths.Runtime, Socket: socket}
+	}
+	p, err := runagent.StartChild(child)
 	if err != nil {
 		a.CloseConversation()
 		detachRun(ctx, e, paths, *name, attached)

@@ -349,3 +349,52 @@ func TestDefaultRunName(t *testing.T) {
 		}
 	}
 }
+
+// TestRunSandbox_C4: with --sandbox the command runs under bubblewrap and
+// sees the runtime folder empty but for the run's socket (no user bus,
+// no user manager, no bridge control socket, no other agent); its tool
+// still gets 403 caller-refused on the run's socket; SIGTERM sent to
+// collie run reaches the sandboxed command, not bwrap; the exit status
+// is the command's.
+func TestRun_C4_Sandbox(t *testing.T) {
+	for _, p := range []string{"bwrap", "curl"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("%s is not installed (.ci/deps installs it)", p)
+		}
+	}
+	r := newRunRig(t)
+	for _, f := range []string{"bus", "other.sock"} {
+		if err := os.WriteFile(filepath.Join(r.run, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.start("--sandbox", "--name", "sb", "--", "sh", "-c", `
+echo "runtime $(cd "$XDG_RUNTIME_DIR" && echo *) desk $(cd "$XDG_RUNTIME_DIR/desk" && echo *)"
+code=$(curl -sS -o tool.json -w '%{http_code}' --unix-socket "$COLLIE_AGENT_SOCKET" -H 'Collie-Protocol: 1' \
+  -d '{"requestId":"tool-1","conversation":"run","question":"q1","revision":1,"optionIds":["yes"]}' http://agent/v1/answer)
+echo "tool $code $(cat tool.json)"
+trap 'echo got TERM; exit 7' TERM
+echo ready
+while :; do read x || break; done
+exit 0`)
+	if l := r.line(); l != "runtime desk desk sb.sock" {
+		t.Fatalf("the sandboxed command sees: %s", l)
+	}
+	if l := r.line(); !strings.HasPrefix(l, "tool 403 ") || !strings.Contains(l, `"caller-refused"`) {
+		t.Fatalf("the sandboxed tool's answer: %s", l)
+	}
+	if l := r.line(); l != "ready" {
+		t.Fatal(l)
+	}
+	recs, _, _ := runrecord.List(runrecord.Dir(r.run))
+	if len(recs) != 1 || !recs[0].Sandbox {
+		t.Fatalf("the run's record: %+v", recs)
+	}
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	if l := r.line(); l != "got TERM" {
+		t.Fatalf("after SIGTERM the command said %q", l)
+	}
+	if st := r.wait(); st != 7 {
+		t.Fatalf("exit status %d, want 7; collie run said:\n%s", st, r.stderr.String())
+	}
+}

@@ -38,6 +38,9 @@ func checkRuns(_ context.Context, e *Env) []Row {
 			continue
 		}
 		what := clean(r.Command) + " in " + clean(r.Folder)
+		if r.Sandbox {
+			what += " (sandboxed: its tools cannot reach the user manager or the bridge's control socket)"
+		}
 		switch r.Protection {
 		case "cgroup scope":
 			rows = append(rows, ok("%s: its tools are refused as answerers by cgroup scope (%s)", what, clean(r.Unit)).about(r.Name))

@@ -1,10 +1,13 @@
 package runagent
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -19,11 +22,40 @@ type Child struct {
 	// Stdin, Stdout and Stderr are handed over as they are (the
 	// terminal stays the child's).
 	Stdin, Stdout, Stderr *os.File
+	// Sandbox, when set, runs the command under bubblewrap (see Sandbox).
+	Sandbox *Sandbox
+}
+
+// Sandbox runs the command under bubblewrap with the user's runtime
+// folder ($XDG_RUNTIME_DIR) replaced by an empty one that holds only the
+// run's socket: the command and its tools see the whole system as it is
+// but cannot reach the user manager (its bus and private socket, so no
+// systemd-run --user), other agents' sockets, or the bridge's control
+// socket. They still reach the run's socket, which its hooks need; the
+// caller check keeps them from answering there.
+type Sandbox struct {
+	Bwrap      string // the bwrap program
+	RuntimeDir string // $XDG_RUNTIME_DIR
+	Socket     string // the run's socket, in RuntimeDir/desk
+}
+
+// argv is bwrap's command line for prog with args. bwrap reports the
+// sandboxed process's pid as JSON on descriptor 3.
+func (s *Sandbox) argv(prog string, args []string) []string {
+	desk := filepath.Dir(s.Socket)
+	a := []string{s.Bwrap, "--dev-bind", "/", "/",
+		"--perms", "0700", "--tmpfs", s.RuntimeDir,
+		"--perms", "0700", "--dir", desk,
+		"--bind", s.Socket, s.Socket,
+		"--die-with-parent", "--json-status-fd", "3", "--", prog}
+	return append(a, args...)
 }
 
 // Process is a running child.
 type Process struct {
 	p      *os.Process
+	mu     sync.Mutex
+	inner  *os.Process // the sandboxed command, when bwrap is p
 	status chan int
 	chld   chan os.Signal
 }
@@ -43,16 +75,57 @@ func StartChild(c Child) (*Process, error) {
 	}
 	pr := &Process{status: make(chan int, 1), chld: make(chan os.Signal, 1)}
 	signal.Notify(pr.chld, syscall.SIGCHLD)
-	p, err := os.StartProcess(c.Path, c.Argv, &os.ProcAttr{
-		Dir: c.Dir, Env: c.Env, Files: []*os.File{c.Stdin, c.Stdout, c.Stderr},
-	})
+	path, argv, files := c.Path, c.Argv, []*os.File{c.Stdin, c.Stdout, c.Stderr}
+	var status *os.File
+	if c.Sandbox != nil {
+		r, w, err := os.Pipe()
+		if err != nil {
+			signal.Stop(pr.chld)
+			return nil, err
+		}
+		status, files = r, append(files, w)
+		path, argv = c.Sandbox.Bwrap, c.Sandbox.argv(c.Path, c.Argv[1:])
+	}
+	p, err := os.StartProcess(path, argv, &os.ProcAttr{Dir: c.Dir, Env: c.Env, Files: files})
 	if err != nil {
 		signal.Stop(pr.chld)
+		if status != nil {
+			status.Close()
+			files[3].Close()
+		}
 		return nil, fmt.Errorf("start %s: %w", c.Argv[0], err)
 	}
 	pr.p = p
 	go pr.reap()
+	if status != nil {
+		files[3].Close() // bwrap has its own from here
+		pr.watchSandbox(status)
+	}
 	return pr, nil
+}
+
+// watchSandbox reads bwrap's reports on status: the first names the
+// sandboxed process, which signals go to from then on (bwrap itself would
+// die of them, and its command with it); the rest are read to the end,
+// or bwrap would die of SIGPIPE writing its last one. A bwrap that fails
+// before it starts the command reports nothing; reap says how it ended.
+func (pr *Process) watchSandbox(status *os.File) {
+	dec := json.NewDecoder(status)
+	var st struct {
+		ChildPID int `json:"child-pid"`
+	}
+	if dec.Decode(&st) == nil && st.ChildPID > 0 {
+		if inner, err := os.FindProcess(st.ChildPID); err == nil {
+			pr.mu.Lock()
+			pr.inner = inner
+			pr.mu.Unlock()
+		}
+	}
+	go func() {
+		defer status.Close()
+		for dec.Decode(&struct{}{}) == nil {
+		}
+	}()
 }
 
 // PID is the child's process id.
@@ -61,7 +134,13 @@ func (pr *Process) PID() int { return pr.p.Pid }
 // Signal sends sig to the child (through its pidfd where the kernel has
 // them, so a pid reused after the child exited is never hit).
 func (pr *Process) Signal(sig os.Signal) error {
-	err := pr.p.Signal(sig)
+	target := pr.p
+	pr.mu.Lock()
+	if pr.inner != nil {
+		target = pr.inner
+	}
+	pr.mu.Unlock()
+	err := target.Signal(sig)
 	if errors.Is(err, os.ErrProcessDone) {
 		return nil
 	}

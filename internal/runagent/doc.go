@@ -16,5 +16,7 @@
 // its own (systemd-run --user) is started by the manager, outside both
 // the family and the cgroup; and the socket keeps no process of the user
 // from asking (only answering is refused), nor from reaching the user's
-// other doors (the bridge's control socket, collie pair). See collie(1).
+// other doors (the bridge's control socket, collie pair). Child.Sandbox
+// (collie run --sandbox) hides the user manager, other agents and the
+// control socket from the command; see collie(1).
 package runagent

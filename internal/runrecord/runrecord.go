@@ -28,7 +28,8 @@ type Record struct {
 	Protection string    `json:"protection"` // "cgroup scope", "child cgroup" or "process family"
 	Unit       string    `json:"unit,omitempty"`
 	Cgroup     string    `json:"cgroup,omitempty"`
-	Attached   bool      `json:"attached"` // the run's agent is in sources.json
+	Sandbox    bool      `json:"sandbox,omitempty"` // under bubblewrap (collie run --sandbox)
+	Attached   bool      `json:"attached"`          // the run's agent is in sources.json
 	Started    time.Time `json:"started"`
 }
 

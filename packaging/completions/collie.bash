@@ -100,7 +100,7 @@ _collie()
                     return
                     ;;
             esac
-            COMPREPLY=($(compgen -W "--name --no-systemd" -- "$cur"))
+            COMPREPLY=($(compgen -W "--name --no-systemd --sandbox" -- "$cur"))
             ;;
         mcp)
             case $prev in

@@ -52,6 +52,7 @@ complete -c collie -n '__fish_seen_subcommand_from ask' -l socket -r -F -d 'Ask 
 complete -c collie -n '__fish_seen_subcommand_from ask' -l hook -x -a claude -d "Read a hook's JSON on stdin"
 complete -c collie -n '__fish_seen_subcommand_from run' -l name -x -d "The run's agent name"
 complete -c collie -n '__fish_seen_subcommand_from run' -l no-systemd -d 'No scope from the user manager'
+complete -c collie -n '__fish_seen_subcommand_from run' -l sandbox -d 'Run the command under bubblewrap'
 complete -c collie -n '__fish_seen_subcommand_from mcp' -l agent -x -d 'Ask through collie-agent@NAME'
 complete -c collie -n '__fish_seen_subcommand_from mcp' -l socket -r -F -d 'Ask through the agent listening here'
 complete -c collie -n '__fish_seen_subcommand_from mcp' -l timeout -x -d 'Deny by default after this long'
