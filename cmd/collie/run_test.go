@@ -398,3 +398,15 @@ exit 0`)
 		t.Fatalf("exit status %d, want 7; collie run said:\n%s", st, r.stderr.String())
 	}
 }
+
+// TestRunEnv: the child's environment names the run's agent where collie
+// ask, its hooks and collie mcp look, replaces what a parent run set, and
+// drops collie run's own socket activation.
+func TestRunEnv(t *testing.T) {
+	got := runEnv([]string{"PATH=/usr/bin", "COLLIE_AGENT=old", "COLLIE_AGENT_SOCKET=/old.sock", "COLLIE_RUN=old",
+		"LISTEN_PID=1", "LISTEN_FDS=1", "LISTEN_FDNAMES=x", "HOME=/h"}, "new", "/r/desk/new.sock")
+	want := "PATH=/usr/bin HOME=/h COLLIE_AGENT_SOCKET=/r/desk/new.sock COLLIE_AGENT=new COLLIE_RUN=new"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("runEnv = %q, want %q", strings.Join(got, " "), want)
+	}
+}
