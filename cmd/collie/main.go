@@ -50,13 +50,18 @@ func exitCode(err error) int {
 	if code, ok := ask.ExitOf(err); ok {
 		return code
 	}
+	var child runExit
+	if errors.As(err, &child) {
+		return int(child)
+	}
 	return exitFailed
 }
 
 // said reports whether err was said already, so main prints nothing more:
 // help, and the ask command's decisions other than yes.
 func said(err error) bool {
-	return errors.Is(err, flag.ErrHelp) || ask.Said(err)
+	var child runExit
+	return errors.Is(err, flag.ErrHelp) || ask.Said(err) || errors.As(err, &child)
 }
 
 // env is what a subcommand works with.

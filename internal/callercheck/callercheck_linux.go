@@ -42,6 +42,9 @@ type Checker struct {
 	hier    string // the cgroup hierarchy used, see chooseHierarchy
 	cgroup  string // the agent's cgroup in it; "" when none tells it apart
 
+	// familyOnly judges callers by their ancestry alone (NewFamily).
+	familyOnly bool
+
 	// Test knobs: pretend the kernel lacks SO_PEERPIDFD, PIDFD_GET_INFO,
 	// or pidfds.
 	noPeerPidfd, noPidfdInfo, noPidfd bool
@@ -70,6 +73,25 @@ func New() (*Checker, error) {
 	}
 	return c, nil
 }
+
+// NewFamily returns a check that refuses the agent and its descendants
+// but does not judge callers by their cgroup: for an agent that could
+// get no cgroup of its own, whose cgroup holds processes it did not
+// start (a login session's scope, a container's root). A tool that
+// double-forks leaves the agent's family unless the agent is the child
+// subreaper of its descendants (PR_SET_CHILD_SUBREAPER), which collie run
+// is. Cgroup returns "" for it.
+func NewFamily() (*Checker, error) {
+	c, err := New()
+	if err != nil {
+		return nil, err
+	}
+	c.hier, c.cgroup, c.familyOnly = "", "", true
+	return c, nil
+}
+
+// FamilyOnly reports whether the check judges callers by ancestry alone.
+func (c *Checker) FamilyOnly() bool { return c.familyOnly }
 
 // Cgroup returns the agent's cgroup as the check sees it, or "" when the
 // agent sits in a root cgroup: then every write is refused, because a tool
@@ -218,6 +240,9 @@ func (c *Checker) Check(conn syscall.Conn) (Caller, error) {
 	if err := c.walk(who, st, pidfd, buf[:]); err != nil {
 		return who, err
 	}
+	if c.familyOnly {
+		return who, c.still(who, pidfd, info != nil, st, buf[:])
+	}
 	if c.cgroup == "" {
 		return who, refuse(who, "the agent runs in a root cgroup, where it cannot tell the tools it started from other processes; run it as a systemd unit (collie-agent@NAME.service), or set CallerCheck = \"off\"")
 	}
@@ -234,21 +259,26 @@ func (c *Checker) Check(conn syscall.Conn) (Caller, error) {
 		return who, refuse(who, "the caller (pid %d) runs in the agent's own cgroup %s, where the programs the agent starts run; %s", who.PID, c.cgroup, answerElsewhere)
 	}
 
-	// The data read above was the caller's only if its pid still names it
-	// (a zombie's pid is not reused either, but a zombie is no caller).
+	return who, c.still(who, pidfd, info != nil, st, buf[:])
+}
+
+// still returns nil when the caller's pid still names the process judged:
+// the data read was the caller's only if it does (a zombie's pid is not
+// reused either, but a zombie is no caller).
+func (c *Checker) still(who Caller, pidfd int, hasInfo bool, st procStat, buf []byte) error {
 	if pidfd >= 0 {
 		again := unix.PidfdInfo{Mask: unix.PIDFD_INFO_PID}
-		if info != nil {
+		if hasInfo {
 			if unix.IoctlPidfdInfo(pidfd, &again) != nil {
-				return who, c.gone(who)
+				return c.gone(who)
 			}
 		} else if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
-			return who, c.gone(who)
+			return c.gone(who)
 		}
-	} else if again, err := c.stat(who.PID, buf[:]); err != nil || again.StartTime != st.StartTime || again.State == 'Z' {
-		return who, c.gone(who)
+	} else if again, err := c.stat(who.PID, buf); err != nil || again.StartTime != st.StartTime || again.State == 'Z' {
+		return c.gone(who)
 	}
-	return who, nil
+	return nil
 }
 
 // walk follows the parent links from the caller (whose stat is caller) up

@@ -323,6 +323,27 @@ func TestCheck(t *testing.T) {
 		_, err = c.Check(conn)
 		wantRefused(t, err, "runs in the agent's own cgroup")
 	})
+	t.Run("C2_family_only", func(t *testing.T) {
+		// NewFamily judges ancestry alone: a descendant is refused, a
+		// process re-parented away is let through wherever the agent's
+		// cgroup is (a root cgroup refuses nobody for that), which is why
+		// collie run makes itself its descendants' subreaper.
+		l, addr := listen(t)
+		child, _ := start(t, l, addr, "connect", nil)
+		c, err := NewFamily()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !c.FamilyOnly() || c.Cgroup() != "" {
+			t.Fatalf("NewFamily: familyOnly %v, cgroup %q", c.FamilyOnly(), c.Cgroup())
+		}
+		_, err = c.Check(child)
+		wantRefused(t, err, "one of the agent's descendants")
+		orphan, _ := start(t, l, addr, "double-fork", nil)
+		if _, err := c.Check(orphan); err != nil {
+			t.Fatalf("family only: a process outside the family was refused: %v", err)
+		}
+	})
 	t.Run("C1_unrelated_process_may_write", func(t *testing.T) {
 		// Pretend the agent is a child of this test: the test is then an
 		// unrelated process, and it connects.

@@ -31,3 +31,9 @@ func (c *Checker) Check(syscall.Conn) (Caller, error) {
 }
 
 func bootTime() time.Duration { return 0 }
+
+// NewFamily fails on this platform, as New does.
+func NewFamily() (*Checker, error) { return New() }
+
+// FamilyOnly returns false.
+func (c *Checker) FamilyOnly() bool { return false }

@@ -21,7 +21,7 @@ const module = "github.com/collie-linux/collie/"
 var (
 	bridgeSide = []string{"internal/bridge", "internal/device/...", "internal/upstream", "internal/sources",
 		"internal/control", "internal/audit", "internal/view", "internal/doctor", "internal/config"}
-	agentSide  = []string{"internal/durable/...", "internal/callercheck", "internal/runcmd"}
+	agentSide  = []string{"internal/durable/...", "internal/callercheck", "internal/runcmd", "internal/runagent"}
 	testHelper = []string{"testing", "internal/testenv", "internal/systemdtest", "internal/tlstest",
 		"internal/durable/durabletest", "internal/hostiletest", "internal/memnet", "internal/push/webpush/pushtest", "internal/e2e/..."}
 	binaries = []string{"cmd/collie", "cmd/collie-agent"}
@@ -86,6 +86,12 @@ var rules = []rule{
 	{Name: "C2_the_MCP_server_reaches_an_agent_only_over_its_socket", From: []string{"internal/mcpserver"},
 		Deny: cat(agentSide, bridgeSide, []string{"internal/device/...", "internal/agenthost", "internal/agentapi"}),
 		Why:  "collie mcp is a local program of a durable agent: it asks over the agent's socket, as collie ask does, and links neither the agent's runtime nor the bridge, so nothing but a device's tap can answer what it asks"},
+	{Name: "C2_collie_run_runs_no_agent_command", From: []string{"internal/runagent"},
+		Deny: []string{"internal/runcmd", "internal/ask", "internal/mcpserver"},
+		Why:  "collie run's agent serves the runtime and supervises one command, the user's; it runs no belt or starter command, and asks nothing itself (its questions come over the socket, from the command's hooks)"},
+	{Name: "runrecord_is_a_leaf", From: []string{"internal/runrecord"},
+		Only: []string{"internal/atomicfile"},
+		Why:  "collie doctor reads the runs' records without linking the run's agent"},
 	{Name: "A1_audit_is_below_the_device_API", From: []string{"internal/audit"},
 		Deny: []string{"internal/device/...", "internal/bridge", "internal/control", "internal/upstream", "internal/sources", "internal/view", "internal/doctor"},
 		Why:  "the audit log records writes from a description of them (wire's registry), not from the code that serves them"},
@@ -255,6 +261,8 @@ func TestRulesCatchBreaks(t *testing.T) {
 		"A1_audit_is_below_the_device_API":                         {"internal/audit", "internal/device"},
 		"C2_the_MCP_server_reaches_an_agent_only_over_its_socket":  {"internal/mcpserver", "internal/durable/board"},
 		"D6_a_push_only_opens_the_web_app":                         {"internal/push/ntfy", "internal/upstream"},
+		"C2_collie_run_runs_no_agent_command":                      {"internal/runagent", "internal/runcmd"},
+		"runrecord_is_a_leaf":                                      {"internal/runrecord", "internal/wire"},
 	}
 	for _, r := range rules {
 		t.Run(r.Name, func(t *testing.T) {

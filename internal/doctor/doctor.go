@@ -139,6 +139,7 @@ var checks = []check{
 	{"config-reload", checkReload},
 	{"agent-login", checkAgentLogin},
 	{"coding-agents", checkCodingAgents},
+	{"runs", checkRuns},
 }
 
 // Names lists the checks, in the order they run.

@@ -230,7 +230,7 @@ func TestCheckFlag(t *testing.T) {
 	golden(t, "check-durable-socket.txt", text(t, run(t, e, "durable-socket")), root)
 
 	_, err := Run(context.Background(), e, "nope")
-	want := `there is no check "nope"; the checks are: binary, config, sources, durable-socket, agent-config, desk, state-dir, audit-log, units, linger, journald, daemon, device-listener, public_url, push, config-reload, agent-login, coding-agents`
+	want := `there is no check "nope"; the checks are: binary, config, sources, durable-socket, agent-config, desk, state-dir, audit-log, units, linger, journald, daemon, device-listener, public_url, push, config-reload, agent-login, coding-agents, runs`
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %q", err, want)
 	}

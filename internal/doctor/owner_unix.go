@@ -14,3 +14,6 @@ func owner(fi fs.FileInfo) int {
 	}
 	return -1
 }
+
+// killZero asks whether process pid exists (signal 0).
+func killZero(pid int) error { return syscall.Kill(pid, 0) }

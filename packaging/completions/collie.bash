@@ -12,7 +12,7 @@ _collie()
     local cur prev words cword
     _init_completion || return
 
-    local checks="binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener public_url push config-reload agent-login coding-agents"
+    local checks="binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener public_url push config-reload agent-login coding-agents runs"
     case $prev in
         --socket | --ca-file)
             _filedir
@@ -32,7 +32,7 @@ _collie()
     esac
 
     if ((cword == 1)); then
-        COMPREPLY=($(compgen -W "daemon demo doctor durable show ask setup mcp pair devices push audit login logout whoami agents version help" -- "$cur"))
+        COMPREPLY=($(compgen -W "daemon demo doctor durable show ask run setup mcp pair devices push audit login logout whoami agents version help" -- "$cur"))
         return
     fi
 
@@ -94,6 +94,13 @@ _collie()
             esac
             COMPREPLY=($(compgen -W "--yes-no --choice --line --form --title --rationale --tool-call --tool --command --timeout --json --agent --socket --hook" -- "$cur"))
             ;;
+        run)
+            case $prev in
+                --name)
+                    return
+                    ;;
+            esac
+            COMPREPLY=($(compgen -W "--name --no-systemd --sandbox" -- "$cur"))
         setup)
             case $prev in
                 --project)

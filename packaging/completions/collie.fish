@@ -5,7 +5,7 @@ function __collie_agents
     test -r $f; and sed -n 's/^ *"name": *"\([^"]*\)".*/\1/p' $f
 end
 
-set -l commands daemon demo doctor durable show ask setup mcp pair devices push audit login logout whoami agents version help
+set -l commands daemon demo doctor durable show ask run setup mcp pair devices push audit login logout whoami agents version help
 complete -c collie -f
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a daemon -d 'Run the bridge in the foreground'
 complete -c collie -n "not __fish_seen_subcommand_from $commands" -a demo -d 'Run the bridge with a demo agent'
@@ -49,6 +49,10 @@ complete -c collie -n '__fish_seen_subcommand_from ask' -l timeout -x -d 'Deny b
 complete -c collie -n '__fish_seen_subcommand_from ask' -l json -d 'Print the decision as JSON'
 complete -c collie -n '__fish_seen_subcommand_from ask' -l agent -x -d 'Ask through collie-agent@NAME'
 complete -c collie -n '__fish_seen_subcommand_from ask' -l socket -r -F -d 'Ask through the agent listening here'
+complete -c collie -n '__fish_seen_subcommand_from ask' -l hook -x -a claude -d "Read a hook's JSON on stdin"
+complete -c collie -n '__fish_seen_subcommand_from run' -l name -x -d "The run's agent name"
+complete -c collie -n '__fish_seen_subcommand_from run' -l no-systemd -d 'No scope from the user manager'
+complete -c collie -n '__fish_seen_subcommand_from run' -l sandbox -d 'Run the command under bubblewrap'
 complete -c collie -n '__fish_seen_subcommand_from ask' -l hook -x -a 'claude codex gemini' -d "Read a hook's JSON on stdin"
 complete -c collie -n '__fish_seen_subcommand_from setup' -a 'claude codex gemini' -d 'Coding agent'
 complete -c collie -n '__fish_seen_subcommand_from setup' -l project -r -a '(__fish_complete_directories)' -d 'Write the project settings in this folder'
@@ -63,7 +67,7 @@ complete -c collie -n '__fish_seen_subcommand_from devices; and not __fish_seen_
 complete -c collie -n '__fish_seen_subcommand_from agents; and not __fish_seen_subcommand_from list revoke' -a 'list revoke' -d 'List the sessions, or revoke one'
 complete -c collie -n '__fish_seen_subcommand_from push; and not __fish_seen_subcommand_from test' -a test -d 'Send one test push through the guard and every provider'
 complete -c collie -n '__fish_seen_subcommand_from doctor' -l check -x -d 'Run only one check' \
-    -a 'binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener public_url push config-reload agent-login coding-agents'
+    -a 'binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener public_url push config-reload agent-login coding-agents runs'
 
 set -l durable_subs attach detach list
 complete -c collie -n "__fish_seen_subcommand_from durable; and not __fish_seen_subcommand_from $durable_subs" -a "$durable_subs"
