@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/runrecord"
+	"github.com/collie-linux/collie/internal/testenv"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -185,7 +186,7 @@ echo "ask $? $(cat ask.out)"
 // and the folder; the run is recorded for collie doctor while it runs.
 func TestRun_C2_ToolsCannotAnswer(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("curl is not installed (.ci/deps installs it)")
+		testenv.Unavailable(t, "curl is not installed (.ci/deps installs it)")
 	}
 	for _, args := range [][]string{nil, {"--no-systemd"}} {
 		t.Run(strings.Join(append([]string{"default"}, args...), " "), func(t *testing.T) {
@@ -359,7 +360,7 @@ func TestDefaultRunName(t *testing.T) {
 func TestRun_C4_Sandbox(t *testing.T) {
 	for _, p := range []string{"bwrap", "curl"} {
 		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("%s is not installed (.ci/deps installs it)", p)
+			testenv.Unavailablef(t, "%s is not installed (.ci/deps installs it)", p)
 		}
 	}
 	r := newRunRig(t)

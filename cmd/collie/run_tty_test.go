@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/collie-linux/collie/internal/testenv"
 )
 
 // openPTY returns a pseudo-terminal's controller and its terminal, with
@@ -22,7 +24,7 @@ func openPTY(t *testing.T) (ctl, term *os.File) {
 	t.Helper()
 	ctl, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
-		t.Skipf("no pseudo-terminals here: %v", err)
+		testenv.Unavailablef(t, "no pseudo-terminals here: %v", err)
 	}
 	t.Cleanup(func() { ctl.Close() })
 	if err := unix.IoctlSetPointerInt(int(ctl.Fd()), unix.TIOCSPTLCK, 0); err != nil {

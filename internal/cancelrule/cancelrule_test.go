@@ -27,6 +27,7 @@ var escapes = []struct{ file, fn, released string }{
 	{"internal/device/feed.go", "enter", "conn.cancel: leave calls it, and every caller of enter defers leave"},
 	{"internal/upstream/wait.go", "do", "the reply body's release calls it on Close; the callers defer the body's Close"},
 	{"internal/agentauth/watch.go", "watch", "watch.cancel: a revocation calls it with its cause; the stop function it returns, which every caller defers, calls it too"},
+	{"internal/runagent/runagent.go", "Start", "Agent.cancel: Stop calls it, and collie run defers Stop"},
 	{"internal/push/dispatch/dispatch.go", "startLocked", "worker.stop: a reload that removes the worker calls it; the worker's goroutine defers it"},
 }
 

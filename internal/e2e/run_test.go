@@ -13,6 +13,7 @@ import (
 
 	"github.com/collie-linux/collie/internal/device"
 	"github.com/collie-linux/collie/internal/systemdtest"
+	"github.com/collie-linux/collie/internal/testenv"
 	"github.com/collie-linux/collie/internal/wire"
 )
 
@@ -50,7 +51,7 @@ echo "ask $? $(cat ask.out)"
 // names the protection; the exit status is the child's.
 func TestRunUnderUserManager_C2_C4(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("curl is not installed (.ci/deps installs it)")
+		testenv.Unavailable(t, "curl is not installed (.ci/deps installs it)")
 	}
 	bin := build(t)
 	um := systemdtest.Start(t)

@@ -101,6 +101,7 @@ _collie()
                     ;;
             esac
             COMPREPLY=($(compgen -W "--name --no-systemd --sandbox" -- "$cur"))
+            ;;
         setup)
             case $prev in
                 --project)
