@@ -67,7 +67,7 @@ func withRuntimeDir(getenv func(string) string, base string, uid int, lstat func
 	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
 		return getenv
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != uid {
+	if fileOwner(fi) != uid {
 		return getenv
 	}
 	return func(k string) string {
