@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestLoadConfigExactCase (issue 9 item 4, C3): keys are case-sensitive.
+// TestLoadConfigExactCase (C3): keys are case-sensitive.
 // Before, "callercheck = \"off\"" turned the caller check off through
 // go-toml's case-insensitive match, though the documented key is
 // CallerCheck; "[[Belt]]" and "ID" set belt buttons the same way.

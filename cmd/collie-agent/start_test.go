@@ -14,7 +14,7 @@ import (
 // without a token, plain HTTP beyond loopback, a key others can read),
 // naming the file; and every way out is one "collie-agent: error: " line
 // with its exit status, and a "hint:" line where there is a fix to give
-// (issue 9 items 12, 13; issue 10 item 10).
+// .
 func TestCheckConfigAsAtStart_L4(t *testing.T) {
 	dir := t.TempDir()
 	key := filepath.Join(dir, "key.pem")
@@ -62,7 +62,7 @@ func TestCheckConfigAsAtStart_L4(t *testing.T) {
 
 // TestSignalsCaughtFirst_L2: from catchSignals on, a SIGHUP is queued for
 // the agent instead of killing it (its default action) and a SIGTERM that
-// came before serving still ends the serving context (issue 9 item 14).
+// came before serving still ends the serving context.
 func TestSignalsCaughtFirst_L2(t *testing.T) {
 	sig := catchSignals()
 	defer sig.stop()

@@ -9,7 +9,7 @@ import (
 
 // TestEveryCommandHelp_L4: --help and -h of every command of
 // collie-agent's table exit 0 with its usage on stdout and flags as
-// --flag; a bad flag is said once and exits 2 (issue 10 item 8).
+// --flag; a bad flag is said once and exits 2.
 func TestEveryCommandHelp_L4(t *testing.T) {
 	singleDash := regexp.MustCompile(`(?m)^\s+-[a-gi-z]|[\s\[]-[a-z][a-z-]+\b`)
 	for _, c := range commands() {

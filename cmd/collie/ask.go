@@ -23,7 +23,7 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 		ae.Refused = failClosed(e.admission.Reason)
 	case agentsession.Agent:
 		// An agent asks its human through the bridge's agent API, with its
-		// own session (issue 14), not a desk socket.
+		// own session, not a desk socket.
 		ae.Remote = e.agentClient().HTTPClient()
 	}
 	return ask.Run(ctx, args, ae)

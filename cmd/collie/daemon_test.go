@@ -16,7 +16,7 @@ import (
 
 // TestHUPBeforeReady_L2: a SIGHUP that comes while the daemon starts is
 // neither lost nor acted on early: reload runs only once the bridge is
-// ready, once for the HUPs that waited (issue 9 item 14).
+// ready, once for the HUPs that waited.
 func TestHUPBeforeReady_L2(t *testing.T) {
 	hup := make(chan os.Signal, 1)
 	ready := make(chan struct{})
@@ -50,7 +50,7 @@ func TestHUPBeforeReady_L2(t *testing.T) {
 
 // TestSignalsCaughtFirst_L2: from catchSignals on, a SIGHUP to the process
 // is queued for the daemon instead of killing it (its default action),
-// and SIGTERM ends the context (issue 9 item 14). A test binary without
+// and SIGTERM ends the context. A test binary without
 // the handler would die here.
 func TestSignalsCaughtFirst_L2(t *testing.T) {
 	ctx, hup, stop := catchSignals(context.Background())
@@ -74,7 +74,7 @@ func TestSignalsCaughtFirst_L2(t *testing.T) {
 }
 
 // TestReloadBeforeRun_L2: a bridge asked to reload before Run started says
-// so instead of panicking on a nil context (issue 9 item 14).
+// so instead of panicking on a nil context.
 func TestReloadBeforeRun_L2(t *testing.T) {
 	dir := t.TempDir()
 	paths := config.Paths{Config: dir, State: dir, Runtime: dir}

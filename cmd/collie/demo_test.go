@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// TestDemoCtrlCWithPendingAsk (issue 9 item 15): Ctrl-C on collie demo
+// TestDemoCtrlCWithPendingAsk: Ctrl-C on collie demo
 // while a `collie ask` waits for an answer stops it at once, not after the
 // agent's shutdown grace (5 s); and the demo's "other terminal" lines set
 // XDG_STATE_HOME too.

@@ -213,7 +213,7 @@ func cmdList(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	// Ask the daemon to check each agent now, rather than show what its
-	// last poll, up to 10 s ago, found (issue 9).
+	// last poll, up to 10 s ago, found.
 	agents, err := control.NewClient(paths.Control()).Check(ctx)
 	if errors.Is(err, control.ErrNotRunning) {
 		if msg, fix, failed := doctor.DaemonDown(paths); failed {
@@ -238,7 +238,7 @@ func cmdList(ctx context.Context, e *env, args []string) error {
 
 // writeList writes the table of collie durable list. CHECKED says how old
 // each status is; MODE how the daemon reads the agent (a waiting read, or
-// polled at the seed's cadence, issue 11; "-" when the command checked it
+// polled at the seed's cadence; "-" when the command checked it
 // itself). Every cell is cleaned for the terminal (X1): the reason
 // and the agent's name come from the agent, and a tab or newline in a
 // cell would forge a column or a row.

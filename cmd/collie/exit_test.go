@@ -12,7 +12,7 @@ import (
 
 // TestNoExitBelowMain_L4: os.Exit is called in func main of the two
 // binaries and nowhere else outside tests, so every way out goes through
-// exitCode and report, and deferred clean-ups run (issue 10 item 9).
+// exitCode and report, and deferred clean-ups run.
 func TestNoExitBelowMain_L4(t *testing.T) {
 	var found []string
 	for _, root := range []string{"../../cmd", "../../internal"} {

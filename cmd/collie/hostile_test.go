@@ -83,7 +83,7 @@ func runCollie(t *testing.T, args ...string) (string, string) {
 
 // TestHostileAgentCLI_X1: the status line and error body of a hostile
 // agent reach collie durable list and collie show clean, with the daemon
-// running and without it (issue 9 item 1).
+// running and without it.
 func TestHostileAgentCLI_X1(t *testing.T) {
 	paths := hostileEnv(t)
 

@@ -8,7 +8,7 @@ import (
 )
 
 // TestHealthzBodyAgrees: collie doctor's public_url row knows the bridge
-// by what its /healthz answers (issue 13).
+// by what its /healthz answers.
 func TestHealthzBodyAgrees(t *testing.T) {
 	if got := doctor.HealthzBody(); got != device.HealthzBody {
 		t.Fatalf("doctor expects %q, the device API answers %q", got, device.HealthzBody)

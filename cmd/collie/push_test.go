@@ -24,7 +24,7 @@ import (
 // ntfyDouble is the script command `ntfy`: it starts a local ntfy server
 // double that appends each request (its Authorization header and body) to
 // $WORK/ntfy.log and answers as ntfy does, writes a 0600 token file, and
-// writes config.toml with [push.ntfy] pointing at the double (issue 12).
+// writes config.toml with [push.ntfy] pointing at the double.
 func ntfyDouble(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 0 {
 		ts.Fatalf("usage: ntfy")

@@ -36,7 +36,7 @@ func helpFlags(t *testing.T, c command) []string {
 
 // TestEveryCommandHelp_L4: --help and -h of every command in the table
 // exit 0 with the command's usage on stdout, nothing on stderr, and every
-// flag as --flag (issue 10 item 8). A command that runs before it parses
+// flag as --flag. A command that runs before it parses
 // its flags, or parses them by hand, fails here.
 func TestEveryCommandHelp_L4(t *testing.T) {
 	singleDash := regexp.MustCompile(`(?m)^\s+-[a-gi-z]|[\s\[]-[a-z][a-z-]+\b`)
@@ -68,7 +68,7 @@ func TestEveryCommandHelp_L4(t *testing.T) {
 
 // TestBadFlag_L4: a flag no command knows is said once, on stderr, with
 // the way to the command's help, and exits 2; with --json the same as one
-// JSON object (issue 10 items 8, 10).
+// JSON object.
 func TestBadFlag_L4(t *testing.T) {
 	for _, c := range commands() {
 		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
@@ -92,7 +92,7 @@ func TestBadFlag_L4(t *testing.T) {
 
 // TestUsageScriptWalksEveryCommand_L4: testdata/script/usage.txtar runs
 // --help and -h of every command of the table, so that the built binary
-// is walked too, and a new command cannot be left out (issue 10 item 8).
+// is walked too, and a new command cannot be left out.
 func TestUsageScriptWalksEveryCommand_L4(t *testing.T) {
 	b, err := os.ReadFile("testdata/script/usage.txtar")
 	if err != nil {
@@ -136,7 +136,7 @@ func TestManPageListsTheTable_L4(t *testing.T) {
 }
 
 // TestExitCodes_L4: the one table of exit statuses, as collie(1) EXIT
-// STATUS gives it (issue 10 item 9).
+// STATUS gives it.
 func TestExitCodes_L4(t *testing.T) {
 	for _, tt := range []struct {
 		name string

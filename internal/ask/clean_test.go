@@ -30,7 +30,7 @@ func serveHostile(t *testing.T, reply string) string {
 
 // TestAskHostileAgentX1: what a hostile agent answers (its status line,
 // its error body, the answer it relays, a broken JSON key) reaches the
-// output of collie ask clean (X1; issue 9 item 1).
+// output of collie ask clean (X1).
 func TestAskHostileAgentX1(t *testing.T) {
 	answered := `{"question":"q1","conversation":"c","status":"answered","text":"yes` + `\u001b]0;pwned\u0007\u202e\nsecond=line","reason":"because \u001b[2J\u202e","optionIds":["yes"],"values":{"f":"v\u001b[31m\nf=forged"}}`
 	tests := []struct {

@@ -28,7 +28,7 @@ type Env struct {
 	Prog           string // "collie ask" or "collie-agent ask", for messages
 	// Remote, when set, carries the question to the bridge's agent API
 	// instead of an agent's socket: `collie ask` in an agent environment
-	// (issue 14). Its transport sends a request's path ("/v1/ask") to the
+	//. Its transport sends a request's path ("/v1/ask") to the
 	// bridge with the agent's bearer token; the loop is the same.
 	Remote *http.Client
 	// Refused, when set, is why no question can be asked here at all (an

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// TestAgentClosedHint (issue 9 item 15): an agent that went away without
+// TestAgentClosedHint: an agent that went away without
 // answering points at its service's journal only where a systemd user
 // manager runs it from its desk socket; otherwise at wherever it was
 // started, never at journalctl.

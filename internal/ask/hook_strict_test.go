@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestHookClaudeParserDifferential (issue 9 item 4): the hook input is
+// TestHookClaudeParserDifferential: the hook input is
 // Claude Code's open schema, but a parse that differs from the one that
 // runs the tool would show the human one call and run another. A name in
 // another case is not the field ("Tool_Name" is not tool_name), and a name

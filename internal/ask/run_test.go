@@ -50,7 +50,7 @@ func exitCode(err error) int {
 // TestFlagsBeforeSocket_D1: a mistake on the command line is exit status
 // 2 with no agent anywhere (no socket, no $XDG_RUNTIME_DIR); only a good
 // command line goes on to look for the agent, and fails there with 5
-// (issue 10 item 8).
+// .
 func TestFlagsBeforeSocket_D1(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -79,8 +79,7 @@ func TestFlagsBeforeSocket_D1(t *testing.T) {
 }
 
 // TestUsageNamesEveryFlag_L4: ask's and grants' --help print to stdout,
-// exit 0, and name every flag the commands take, as --flag (issue 10
-// item 8).
+// exit 0, and name every flag the commands take, as --flag.
 func TestUsageNamesEveryFlag_L4(t *testing.T) {
 	e := func(out *bytes.Buffer) Env {
 		return Env{Stdin: strings.NewReader(""), Stdout: out, Stderr: out, Getenv: func(string) string { return "" }, Prog: "collie-agent ask"}

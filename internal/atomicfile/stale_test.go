@@ -71,7 +71,7 @@ func age(paths []string) {
 // TestRemoveStale: a save killed with SIGKILL mid-write leaves its
 // temporary file (which can hold a token, K5); RemoveStale removes it,
 // and leaves alone a save still in progress, files of other names and
-// the file itself (issue 9 item 10).
+// the file itself.
 func TestRemoveStale(t *testing.T) {
 	setup := func(t *testing.T) (dir, path, other string) {
 		dir = t.TempDir()

@@ -30,7 +30,7 @@ func anchored(t *testing.T, every int) (*Log, string, func() []Anchor) {
 // TestAnchors: the head goes out every AnchorEvery records and at Close;
 // checked against those anchors, a log truncated after an anchor, or
 // rewritten whole with its hashes recomputed, fails, while records after
-// the last anchor are only counted (A1; issue 9 item 8).
+// the last anchor are only counted (A1).
 func TestAnchors(t *testing.T) {
 	l, dir, anchors := anchored(t, 4)
 	for i := range 10 {

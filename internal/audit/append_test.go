@@ -15,7 +15,7 @@ import (
 
 // TestFailedAppend checks that a write cut short (a full disk) leaves
 // audit.log exactly as it was, so the next record chains to the last one
-// on disk and the log verifies intact (A1, A5; issue 9 item 10). The
+// on disk and the log verifies intact (A1, A5). The
 // writer is injected: it writes part of the line, then fails.
 func TestFailedAppend(t *testing.T) {
 	for _, tc := range []struct {
@@ -58,7 +58,7 @@ func TestFailedAppend(t *testing.T) {
 
 // TestFullDisk fills a real file system (a small tmpfs the test mounts)
 // until an append fails mid-line, and checks that the log is left whole
-// and goes on intact once there is room again (A5; issue 9 item 10).
+// and goes on intact once there is room again (A5).
 func TestFullDisk(t *testing.T) {
 	testenv.RequireRoot(t, "mount a small tmpfs; run the tests as root to check a real full disk")
 	mnt := t.TempDir()

@@ -11,7 +11,7 @@ import (
 // TestBeginEnd: a forwarded write is noted before it goes to the agent
 // (result "pending") and its outcome after, linked by "intent"; a crash
 // between the two leaves a write whose outcome is unknown, which Verify
-// lists apart from tampering (A5; issue 9 item 10).
+// lists apart from tampering (A5).
 func TestBeginEnd(t *testing.T) {
 	send := SendOf(wire.SendRequest{RequestID: "r-1", Conversation: "c-1", Text: "hi"}, Result{})
 	t.Run("A5_begin_then_end", func(t *testing.T) {

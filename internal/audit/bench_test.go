@@ -100,7 +100,7 @@ func benchVerify(b *testing.B, files []fileData) {
 // the reader verify uses (decode with jsontext, encode again, compare)
 // and with encoding/json into a map, which checks none of the line's
 // form, in one run, and reports each one's ns a line and their ratio.
-// (Before issue 10 item 6 a hand-written scanner read them; measured the
+// (Before, a hand-written scanner read them; measured the
 // same way, the reader here took 1.0 to 1.3 times its time.)
 func BenchmarkParseLineSideBySide(b *testing.B) {
 	data, err := os.ReadFile("testdata/audit.log")

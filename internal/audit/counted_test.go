@@ -10,7 +10,7 @@ import (
 
 // TestCounted: a coalesced refusal's line carries "count" after the
 // event's fields, and parses and checks as an A3 line; a single refusal,
-// or a write that went through, carries none (A1, issue 9 item 6).
+// or a write that went through, carries none (A1).
 func TestCounted(t *testing.T) {
 	send := wire.SendRequest{RequestID: "r1", Conversation: "c", Text: "hi"}
 	tests := []struct {

@@ -11,7 +11,7 @@ import (
 // TestEventOfRegistry: every write of the protocol's registry has its A3
 // event, one of the row's events, whether its request was read or not;
 // a name outside the registry, or a request of another write's type, is
-// an error and never recorded as some other write (A3; issue 10 item 1).
+// an error and never recorded as some other write (A3).
 func TestEventOfRegistry(t *testing.T) {
 	for _, w := range wire.Writes() {
 		for _, req := range []wire.Request{nil, w.New()} {

@@ -169,7 +169,7 @@ func TestConcurrent(t *testing.T) {
 // cuts the torn bytes off (or adds a whole record's missing newline, or
 // ends a line of junk and keeps it), says so in Opened.Repaired, and the
 // next line chains to the last whole record, so the log verifies intact
-// with no fragment left in it (issue 9 item 10).
+// with no fragment left in it.
 func TestTorn(t *testing.T) {
 	for _, tc := range []struct {
 		name     string

@@ -12,7 +12,7 @@ import (
 )
 
 // TestParseLineStrict: a line that encoding/json reads the same but that
-// Collie would not have written is not a record (A1; issue 9 items 4, 7).
+// Collie would not have written is not a record (A1).
 func TestParseLineStrict(t *testing.T) {
 	good := `{"time":"2026-12-01T10:00:00.000Z","session":"desk","device":"d","event":"tab.rename","tab":"t","name":"a\u202eb\ufffd","prev":"` + GenesisPrev + `"}`
 	if _, err := ParseLine([]byte(good)); err != nil {
@@ -54,7 +54,7 @@ func TestParseLineStrict(t *testing.T) {
 // even where it starts like the U+FFFD the decoder reads it as, and calls
 // a line that ends inside a value, a literal or a list included, cut
 // short (errNotWhole), which Verify treats as a torn write at the end
-// (A1; issue 10 item 6).
+// (A1).
 func TestParseLineForms(t *testing.T) {
 	good := `{"time":"2026-12-01T10:00:00.000Z","session":"desk","device":"d","event":"send","requestId":"r","turn":"c","steer":true,"preview":"t","result":"ok","prev":"` + GenesisPrev + `"}`
 	for _, tc := range []struct{ name, from, to, want string }{
@@ -88,7 +88,7 @@ func TestParseLineForms(t *testing.T) {
 
 // TestParseReceiptStrict: receipts.jsonl is read only as Collie writes
 // it: a receipt with a key in another case, a key twice, whitespace or an
-// extra field is dropped and counted (A6; issue 9 item 4).
+// extra field is dropped and counted (A6).
 func TestParseReceiptStrict(t *testing.T) {
 	r := Receipt{ID: GenesisPrev, Time: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), Device: "d\u202e", Session: "desk", Event: "send", RequestID: "r-1", Result: "ok"}
 	good := strings.TrimSuffix(string(encodeReceipt(nil, r)), "\n")

@@ -11,8 +11,8 @@ import (
 // each is testdata/audit.log (or the files of a log with rotated files)
 // changed in one way a reader could skip, tolerate or misread, with the
 // hashes recomputed where the change is to one line. None may verify
-// intact, and the first problem names the file and line (A1; issue 9
-// item 7). Only the last line of the newest file may be torn.
+// intact, and the first problem names the file and line (A1).
+// Only the last line of the newest file may be torn.
 func TestVerifyWrecked(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -23,7 +23,7 @@ const AgentSessionsFile = "agent-sessions.json"
 const hostedTransport = "agent-session"
 
 // agentService opens the agent sessions' store and returns the agent
-// surface the device API's listener serves (issue 14); nil, logged, when
+// surface the device API's listener serves; nil, logged, when
 // the store cannot be opened: devices still work.
 func (b *Bridge) agentService() http.Handler {
 	store, err := agentauth.Open(agentauth.Options{Path: filepath.Join(b.o.Paths.State, AgentSessionsFile), Log: b.o.Log})

@@ -16,7 +16,7 @@ import (
 // TestAuditor: every device write lands in the audit log as its A3 event,
 // with the device and the agent, and typed words never do (A1–A3); its
 // intent is noted before it is forwarded, so a crash leaves an outcome
-// unknown rather than nothing (A5, issue 9 item 10).
+// unknown rather than nothing (A5).
 func TestAuditor(t *testing.T) {
 	dir := t.TempDir()
 	log, _, err := audit.Open(audit.Options{Dir: dir, NoSync: true})
@@ -80,7 +80,7 @@ func TestAuditor(t *testing.T) {
 
 // TestAuditorRefused: a refused write whose device is unknown or revoked
 // has its line, named without the credential; a coalesced line carries
-// its count; the log verifies with them (A1, A2, issue 9 items 6 and 7).
+// its count; the log verifies with them (A1, A2).
 func TestAuditorRefused(t *testing.T) {
 	dir := t.TempDir()
 	log, _, err := audit.Open(audit.Options{Dir: dir, NoSync: true})

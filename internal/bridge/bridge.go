@@ -2,7 +2,7 @@
 // keeps what they show after cleaning, and serves it to the collie command
 // and the device API.
 //
-// An agent that honours waiting reads (issue 11) is held in one: its
+// An agent that honours waiting reads is held in one: its
 // change reaches the bridge in milliseconds, and an idle agent is asked
 // once a minute (1,440 requests a day). An agent that does not is polled
 // at the seed's cadence (K8). One scheduler serves them all (sched.go).
@@ -86,7 +86,7 @@ type Options struct {
 	// serves its key and its subscriptions are the device store's.
 	WebPush *webpush.Provider
 	// Agents is [agents]: agent login for agents on an agent platform,
-	// served beside the device API (issue 14).
+	// served beside the device API.
 	Agents config.Agents
 }
 
@@ -221,7 +221,7 @@ func (b *Bridge) Reload() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.ctx == nil {
-		// Pollers live under Run's context (a SIGHUP before Run, issue 9).
+		// Pollers live under Run's context (a SIGHUP before Run).
 		return errors.New("the bridge is not running yet; reload once it has started")
 	}
 	for name, a := range b.agents {

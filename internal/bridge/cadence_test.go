@@ -49,7 +49,7 @@ func startCounting(b *Bridge, name string, client upstream.Client) {
 // TestBridgeCadenceK8Synctest counts polls in fake time at the real
 // cadence: a reachable agent every 10 s while no device looks and every
 // 2 s while one does; an agent that refuses the token every 10 s, device
-// or not (K6, K8; issue 10 item 13: the counts do not depend on how fast
+// or not (K6, K8: the counts do not depend on how fast
 // the machine is).
 func TestBridgeCadenceK8Synctest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

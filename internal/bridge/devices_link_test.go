@@ -9,7 +9,7 @@ import (
 
 // TestLinkOf_D6: pairing links and pushes use public_url when it is set,
 // without the listener's fingerprint (the phone sees the proxy's
-// certificate), and say who can open them (issue 13).
+// certificate), and say who can open them.
 func TestLinkOf_D6(t *testing.T) {
 	for _, tt := range []struct {
 		name           string

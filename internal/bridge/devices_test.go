@@ -9,7 +9,7 @@ import (
 )
 
 // TestDevicesNoneIsEmptyList: with no device paired, the list is [], not
-// null, so collie devices --json prints [] (issue 9 item 15).
+// null, so collie devices --json prints [].
 func TestDevicesNoneIsEmptyList(t *testing.T) {
 	store, err := device.OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
 	if err != nil {

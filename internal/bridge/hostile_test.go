@@ -153,7 +153,7 @@ func walkStrings(v any, f func(string)) {
 
 // TestBridgeCheckNow: with polls 10 s apart, a status can be up to 10 s
 // old; Check polls at once, so collie durable list shows what is true now
-// (issue 9 item 15), and says when it was checked.
+// , and says when it was checked.
 func TestBridgeCheckNow(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "desk", "a.sock")
 	stop := startAgent(t, sock, "a")

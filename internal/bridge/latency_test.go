@@ -25,12 +25,12 @@ import (
 	"github.com/collie-linux/collie/internal/wire"
 )
 
-// latencyQuestions is how many questions each case asks (issue 11: at
+// latencyQuestions is how many questions each case asks (at
 // least 200).
 const latencyQuestions = 200
 
 // BenchmarkQuestionLatency measures how long a question an agent asks
-// takes to show on a device (issue 11: p99 <= 100 ms): the real reference
+// takes to show on a device (p99 <= 100 ms): the real reference
 // agent (durable server and board) over a private Unix socket and over
 // HTTPS (a certificate of internal/tlstest), the real bridge with its
 // waiting reads, and the device API's change feed served by httptest. With

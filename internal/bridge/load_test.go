@@ -34,7 +34,7 @@ var (
 const loadChildEnv = "COLLIE_LOAD_CHILD"
 
 // BenchmarkLoadThousand measures what 1,000 attached agents held in
-// waiting reads cost the bridge (issue 11: under 2% of one core idle,
+// waiting reads cost the bridge (under 2% of one core idle,
 // under 10% with a device watching, RSS under 100 MB). The agents are
 // real durable servers on private Unix sockets in this process; the
 // bridge, with its device API, runs in a child process (this test binary

@@ -57,7 +57,7 @@ func startMemAgent(t *testing.T, o agentOptions) *memAgent {
 	h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m.requests.Add(1)
 		if o.ignores {
-			r.Header.Del(wire.WaitHeader) // an agent from before issue 11
+			r.Header.Del(wire.WaitHeader) // an agent without waiting reads
 		}
 		inner.ServeHTTP(w, r)
 	})

@@ -21,7 +21,7 @@ import (
 	"github.com/collie-linux/collie/internal/wire"
 )
 
-// The end-to-end test of the push guard (issue 12, D9) runs the daemon's
+// The end-to-end test of the push guard (D9) runs the daemon's
 // own parts in a testing/synctest bubble, so that an hour is an hour of
 // the bubble's clock and every count is exact: a real durable agent
 // (durable.Server, its waiting reads) on memnet's in-memory connections,

@@ -18,8 +18,7 @@ import (
 // TestAuditorRegistry: each write of the protocol's registry, forwarded or
 // refused before it was read, is recorded as one of its row's A3 events;
 // a write name outside the registry is recorded as nothing at all (no
-// fallback to another event) and logged as an error (A1, A3; issue 10
-// item 1).
+// fallback to another event) and logged as an error (A1, A3).
 func TestAuditorRegistry(t *testing.T) {
 	dir := t.TempDir()
 	log, _, err := audit.Open(audit.Options{Dir: dir, NoSync: true})

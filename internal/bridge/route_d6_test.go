@@ -87,8 +87,7 @@ type d6Reply struct {
 // a real agent on a private socket, without root or systemd; the device
 // gets the agent's reply, or its refusal, or why the agent could not be
 // reached, and the audit log has the write's intent line before its
-// outcome, for every one of them (D6, C2, T3, T4, A1, A5; issue 10
-// item 12).
+// outcome, for every one of them (D6, C2, T3, T4, A1, A5).
 func TestD6Route(t *testing.T) {
 	tmp := t.TempDir()
 	// "open" has the caller check off (the agent's explicit choice, C3);

@@ -12,7 +12,7 @@ import (
 	"github.com/collie-linux/collie/internal/wire"
 )
 
-// Scheduling (issue 11, K8). One goroutine and one timer serve every
+// Scheduling (K8). One goroutine and one timer serve every
 // agent: a heap of agents ordered by when each is next due. An agent is
 // in one of three states:
 //
@@ -37,7 +37,7 @@ import (
 
 // Wait is the wait the bridge asks of an agent, the longest the protocol
 // allows: an idle agent that honours it is asked once a minute, at most
-// 1,440 requests a day, a sixth of the seed's 8,640 (issue 11).
+// 1,440 requests a day, a sixth of the seed's 8,640.
 const Wait = wire.MaxWait * time.Second
 
 // cutMargin is how much shorter than a cut wait the next one asks for, so

@@ -42,7 +42,7 @@ func status(b *Bridge) view.AgentStatus { return b.Agents()[0] }
 // day when it honours waiting reads, counted at the agent over one
 // simulated day, over both transports (the socket's handler and the token
 // transport's, K7); an agent that ignores the wait is polled at the seed's
-// cadence, 8,640 a day, and collie durable list says which (issue 11).
+// cadence, 8,640 a day, and collie durable list says which.
 func TestWaitingReadIdleDay_K8(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -93,7 +93,7 @@ func TestWaitingReadIdleDay_K8(t *testing.T) {
 // TestWaitingReadReleasedByChange: a change at the agent reaches the
 // bridge's view, and its Changed hook, at the instant it happens (0 s of
 // fake time; the real figure is BenchmarkQuestionLatency's), with one
-// request; the read that follows is held again (issue 11).
+// request; the read that follows is held again.
 func TestWaitingReadReleasedByChange(t *testing.T) {
 	for _, remote := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
@@ -171,7 +171,7 @@ func TestDownAgentK8(t *testing.T) {
 }
 
 // cutAfter is a reverse proxy whose read timeout is d: a request the agent
-// has not answered within d gets 504 (issue 11: waiting reads through
+// has not answered within d gets 504 (waiting reads through
 // ordinary proxies).
 func cutAfter(d time.Duration) func(http.Handler) http.Handler {
 	return func(h http.Handler) http.Handler {
@@ -181,7 +181,7 @@ func cutAfter(d time.Duration) func(http.Handler) http.Handler {
 
 // TestProxyCutRetry: a proxy that cuts waits at 25 s makes the bridge ask
 // for 20 s after the second cut in a row, and stay below the proxy; one that cuts at 3 s leaves reads no
-// more often than every 10 s (K8), never a loop (issue 11).
+// more often than every 10 s (K8), never a loop.
 func TestProxyCutRetry(t *testing.T) {
 	for _, tc := range []struct {
 		name   string

@@ -20,7 +20,7 @@ import (
 // meet in the bridge: the API serves the provider's VAPID key, a paired
 // device's subscription posted through the write gate is where the
 // provider pushes (the double decrypts it), and revoking the device ends
-// its pushes (issue 13).
+// its pushes.
 func TestWebPushWired_D6(t *testing.T) {
 	svc := pushtest.New(t, nil)
 	state := t.TempDir()

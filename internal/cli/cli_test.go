@@ -22,7 +22,7 @@ func flags() (*flag.FlagSet, *string, *bool) {
 
 // TestParse_L4: flags and positional arguments in any order, "--" ends
 // the flags, help is flag.ErrHelp after the usage, and a bad flag is a
-// UsageError naming it as --flag (issue 10 item 8).
+// UsageError naming it as --flag.
 func TestParse_L4(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
@@ -68,7 +68,7 @@ func TestParse_L4(t *testing.T) {
 }
 
 // TestWriteUsage_L4: usage names every flag as --flag VALUE, as the man
-// pages do, never -flag (issue 10 item 8).
+// pages do, never -flag.
 func TestWriteUsage_L4(t *testing.T) {
 	fs, _, _ := flags()
 	var b bytes.Buffer
@@ -90,7 +90,7 @@ func TestWriteUsage_L4(t *testing.T) {
 }
 
 // TestWriteError_L4: age's two lines, or one JSON object; a plain error
-// has no hint line and no hint field (issue 10 item 10).
+// has no hint line and no hint field.
 func TestWriteError_L4(t *testing.T) {
 	withHint := hint.New("1 check failed", "run the fix shown under it, then collie doctor again")
 	for _, tt := range []struct {

@@ -23,7 +23,7 @@ type File struct {
 }
 
 // Agents is [agents]: agents on an agent platform that log in to the
-// bridge with collie login (issue 14, R1, R5). See collie.toml(5).
+// bridge with collie login (R1, R5). See collie.toml(5).
 type Agents struct {
 	// PlatformKeyFile names the platform's Ed25519 public key (PEM) that
 	// signs the assertion proving which agent calls the agent-login

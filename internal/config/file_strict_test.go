@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestLoadExactCase (issue 9 item 4): go-toml matches keys to fields in any
+// TestLoadExactCase: go-toml matches keys to fields in any
 // case, so "Listen" used to set devices.listen; TOML keys are
 // case-sensitive, and so is Collie now. A key or table given twice is
 // refused (TOML forbids it).

@@ -9,7 +9,7 @@ import (
 
 // TestParsePublicURL_D6: public_url is an https origin and nothing more;
 // every other shape is refused with a sentence that says what to write
-// (issue 13).
+// .
 func TestParsePublicURL_D6(t *testing.T) {
 	tests := []struct {
 		in       string
@@ -82,7 +82,7 @@ func TestParsePublicURL_D6(t *testing.T) {
 
 // TestLoad_DevicesChecked: a bad public_url or proxy_headers stops the
 // whole file with the reason, so the daemon, collie pair and collie
-// doctor agree (issue 13).
+// doctor agree.
 func TestLoad_DevicesChecked(t *testing.T) {
 	dir := t.TempDir()
 	tests := []struct{ name, content, err string }{

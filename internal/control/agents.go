@@ -8,7 +8,7 @@ import (
 )
 
 // AgentSession is an agent platform's agent session as `collie agents
-// list` shows it (issue 14): never a token.
+// list` shows it: never a token.
 type AgentSession struct {
 	ID             string    `json:"id"`
 	Agent          string    `json:"agent"`

@@ -216,7 +216,7 @@ func (c *Client) Agents(ctx context.Context) ([]view.AgentStatus, error) {
 }
 
 // Check asks the daemon to poll every agent now and lists what it found
-// (issue 9: a status shown by collie durable list is not up to 10 s old).
+// (a status shown by collie durable list is not up to 10 s old).
 func (c *Client) Check(ctx context.Context) ([]view.AgentStatus, error) {
 	var out []view.AgentStatus
 	return out, c.do(ctx, http.MethodGet, agentsPath+"?check=now", &out)

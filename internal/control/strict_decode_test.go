@@ -28,7 +28,7 @@ func privateSocket(t *testing.T) string {
 	return filepath.Join(dir, "control.sock")
 }
 
-// TestControlRequestStrict (issue 9 item 4): the control socket reads its
+// TestControlRequestStrict: the control socket reads its
 // request bodies exact-case, with no name twice and no unknown field.
 func TestControlRequestStrict(t *testing.T) {
 	path := privateSocket(t)

@@ -10,7 +10,7 @@ import (
 )
 
 // TestReadmeListsEveryPackage: the README's layout table names every
-// package of the module, so a newcomer finds each one's job (issue 10).
+// package of the module, so a newcomer finds each one's job.
 func TestReadmeListsEveryPackage(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.Dir}}", "./...").Output()
 	if err != nil {

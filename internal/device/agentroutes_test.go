@@ -14,7 +14,7 @@ import (
 	"github.com/collie-linux/collie/internal/agentwire"
 )
 
-// TestAgentSurface_D6: the agent surface (issue 14) is served beside the
+// TestAgentSurface_D6: the agent surface is served beside the
 // device API from agentwire's one table, behind the same Host check; a
 // web page can never call it (a request with Origin or Sec-Fetch-Site is
 // refused before the service), no other method reaches it, and each

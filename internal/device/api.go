@@ -523,7 +523,7 @@ func apiError(w http.ResponseWriter, status int, code, msg string) {
 
 // ErrorBody is the device API's error reply: the protocol's error (code
 // and message) and, apart from the message, the fix when there is one, so
-// a device can show it as such (issue 10).
+// a device can show it as such.
 type ErrorBody struct {
 	Error struct {
 		Code    string `json:"code"`

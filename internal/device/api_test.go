@@ -303,7 +303,7 @@ func TestWriteGate(t *testing.T) {
 
 // TestIntentBeforeForward: the audit log notes a write before the agent
 // gets it and records its outcome after, for writes the agent takes, the
-// agent refuses and for an agent that is not there (A1, A5; issue 9 item 10).
+// agent refuses and for an agent that is not there (A1, A5).
 func TestIntentBeforeForward(t *testing.T) {
 	f := newFixture(t)
 	var atForward []string
@@ -463,7 +463,7 @@ func TestFeedAndRevoke(t *testing.T) {
 	}
 	expect("event: change")
 	// A change of what the device shows is told; a notice that changed
-	// nothing is not (issue 11).
+	// nothing is not.
 	f.back.mu.Lock()
 	f.back.view = demoView(2)
 	f.back.mu.Unlock()
@@ -509,7 +509,7 @@ func TestFlood(t *testing.T) {
 }
 
 // TestErrorHintApart: the device API keeps an error's fix apart from its
-// message, as the CLI's error: and hint: lines do (issue 10 item 10).
+// message, as the CLI's error: and hint: lines do.
 func TestErrorHintApart(t *testing.T) {
 	f := newFixture(t)
 	for _, tt := range []struct {

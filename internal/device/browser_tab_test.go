@@ -11,7 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// tab is one headless chromium tab for the tests of issue 13 (the phone's
+// tab is one headless chromium tab for the browser tests (the phone's
 // address, the installable app): started with the flags every browser test
 // here uses, only loopback reachable unless rules map more names to it.
 type tab struct {

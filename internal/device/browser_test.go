@@ -431,7 +431,7 @@ func TestWebAppInChromium(t *testing.T) {
 	t.Run("X4_send_checks_the_size_first", func(t *testing.T) {
 		ta := `[data-conv="c1"] .composer textarea`
 		send := `[data-conv="c1"] .composer button[type="submit"]`
-		// The composer is folded away until asked for (issue 13).
+		// The composer is folded away until asked for.
 		click(t, "open the conversation's tools", `[data-conv="c1"] .conv-tools > summary`)
 		do(t, loadGuard, "send 32770 bytes",
 			setValue(ta, strings.Repeat("é", 16385)),

@@ -32,7 +32,7 @@ import (
 // is registered and active, a question is answered by a tap (D6) and
 // reaches the agent; with the bridge down the installed app still opens
 // from its shell and says the bridge cannot be reached, and the shell
-// cache holds nothing of the API (issue 13).
+// cache holds nothing of the API.
 func TestCaddyInChromium_D6(t *testing.T) {
 	chromium := needChromium(t)
 	caddy := caddytest.Need(t)

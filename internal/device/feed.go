@@ -14,7 +14,7 @@ import (
 // so are removing a device and cutting its requests (revoke): a request
 // authenticated just before a revoke is registered before it and cut by
 // it, and one that comes after finds the device gone. There is no moment
-// between the two in which a revoke could miss it (issue 9 item 11).
+// between the two in which a revoke could miss it.
 type feed struct {
 	auth     func(cred string) (Device, bool) // the store's
 	watching func(bool)
@@ -28,7 +28,7 @@ type feed struct {
 	// of streams is followed by a report of the count as it is then, so
 	// the last call always says what is true now: a stream that closes
 	// while another opens cannot leave the bridge at the idle cadence
-	// while a device is watching (K8, issue 9 item 14).
+	// while a device is watching (K8).
 	report   chan struct{}
 	reported bool
 }

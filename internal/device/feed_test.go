@@ -16,7 +16,7 @@ import (
 // TestWatchingFollowsStreams_K8: one stream closes while another opens.
 // The close's report ("nobody watching") is on its way when the open
 // happens; the bridge must end up told that a device is watching, or it
-// polls at the idle cadence while one is (K8, issue 9 item 14).
+// polls at the idle cadence while one is (K8).
 func TestWatchingFollowsStreams_K8(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
@@ -82,7 +82,7 @@ func streamAPI(t *testing.T, back Backend) (*API, Device, string) {
 // TestRevokeRacesNewStream: the device is revoked after its event
 // stream's request arrived (authenticated, under the old code) and before
 // the stream is registered. The stream must not stay open: registration
-// checks the device under the lock revoke takes (issue 9 item 11). And a
+// checks the device under the lock revoke takes. And a
 // revoke just after registration cuts the stream.
 func TestRevokeRacesNewStream(t *testing.T) {
 	for _, tt := range []struct {
@@ -146,8 +146,7 @@ func (b *blockingAgent) Forward(ctx context.Context, agent, path string, req wir
 
 // TestRevokeCutsWriteInFlight: the same class for writes. A revoke while
 // a device's write is on its way to the agent cancels it: nothing of a
-// revoked device stays in flight, and the line says it failed (issue 9
-// item 11).
+// revoked device stays in flight, and the line says it failed.
 func TestRevokeCutsWriteInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, d, cred := streamAPI(t, &blockingAgent{})

@@ -70,7 +70,7 @@ func newRouter(a *API) *router {
 }
 
 // agentRoute registers a route of the agent surface (agentwire.Routes,
-// served by h, issue 14). Its callers are programs with their own
+// served by h). Its callers are programs with their own
 // credentials (the platform's assertion, a grant, a token), never a
 // device's cookie, and never a web page: a request that carries an
 // Origin (any browser's cross-origin or same-origin write) is refused
@@ -161,7 +161,7 @@ type call struct {
 }
 
 // refuse answers a refused write and records it: coalesced per source and
-// kind, so a flood cannot rotate the audit log away (issue 9 item 6).
+// kind, so a flood cannot rotate the audit log away.
 func (c *call) refuse(w http.ResponseWriter, status int, code, msg string, req wire.Request) {
 	c.refuseAs(w, c.dev.ID, status, code, msg, req)
 }

@@ -43,8 +43,7 @@ func routePaths(a *API) (out [][2]string) {
 // TestHostRefusedBeforeAnyRoute: a request for another host name, as a
 // DNS-rebinding page makes with its own origin and the bridge's address,
 // gets 421 and nothing else on every route, reads and the web app
-// included; nothing reaches an agent, and nothing is paired (issue 9
-// item 5, D6).
+// included; nothing reaches an agent, and nothing is paired (D6).
 func TestHostRefusedBeforeAnyRoute(t *testing.T) {
 	f := newFixture(t)
 	port := f.port(t)
@@ -88,7 +87,7 @@ func TestHostRefusedBeforeAnyRoute(t *testing.T) {
 // each route with each such method, with a paired device's credential but
 // without the write header, is refused by the gate or has no such route;
 // nothing reaches an agent or pairs. Nothing in the package adds a route
-// but the router (issue 9 item 6, D6).
+// but the router (D6).
 func TestEveryWriteIsGated(t *testing.T) {
 	f := newFixture(t)
 	rt := f.api.routes()
@@ -183,7 +182,7 @@ func (f *fixture) serve(t *testing.T, remote, method, path, body string, hdr map
 // the same browser cannot use up the pairing budget, so a real pairing
 // goes through after its flood; the limit is per source (an IPv6 /64 is
 // one), so one client's flood does not keep another's pairing at 429;
-// refused pairings go to the journal, not the audit log (issue 9 item 6).
+// refused pairings go to the journal, not the audit log.
 func TestPairGate(t *testing.T) {
 	f := newFixture(t)
 	lines := f.audit.count()
@@ -234,7 +233,7 @@ func TestPairGate(t *testing.T) {
 // TestRefusedCredentialsAudited: a write with a forged or revoked
 // credential, or none, is a refused write and has its line: the device is
 // "unknown", the revoked device's id, or none; the credential is never in
-// it (A1, issue 9 item 7).
+// it (A1).
 func TestRefusedCredentialsAudited(t *testing.T) {
 	f := newFixture(t)
 	laptop, laptopID := f.pair(t, "laptop")
@@ -287,7 +286,7 @@ func TestRefusedCredentialsAudited(t *testing.T) {
 }
 
 // TestReadsShowViews: whoami shows the device's view, and no read route
-// shows a credential's hash (issue 9 item 15).
+// shows a credential's hash.
 func TestReadsShowViews(t *testing.T) {
 	f := newFixture(t)
 	status, b := f.do(t, "GET", "/api/v1/whoami", f.cred, "", nil)

@@ -116,7 +116,7 @@ new PerformanceObserver((l) => {
 // shows it in a real chromium. Over more than 10 s, from the first load
 // on, no main-thread task of the page takes 200 ms or more, each tap on a
 // question reaches the agent in under a second, and the page keeps up
-// with the changes (issue 11, devices get deltas; X6, D6).
+// with the changes (devices get deltas; X6, D6).
 func TestHostileSnapshotKeepsPageResponsive_X6_D6(t *testing.T) {
 	chromium := needChromium(t)
 	// The machine is shared (two cores, other tests beside this one): a

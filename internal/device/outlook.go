@@ -14,7 +14,7 @@ import (
 
 // An outlook is what a device would receive at one moment, with a
 // revision for each part of it, so that a device reads only what changed
-// (issue 11, devices get deltas). The parts are, per agent, its outline
+// (devices get deltas). The parts are, per agent, its outline
 // (status, belt, starters and where each conversation is) and each of its
 // conversations.
 //

@@ -16,7 +16,7 @@ import (
 )
 
 // TestPhoneLayout_390x844: the page at a phone's 390×844, as the trial of
-// issue 13 saw it: nothing wider than the screen (tool output scrolls
+// a phone shows it: nothing wider than the screen (tool output scrolls
 // inside its box, never clipped), a conversation's composer and actions
 // folded away until asked for, the agent's name not repeated down the
 // screen, "This device" outside the waiting banner, and a tap's "Sent"

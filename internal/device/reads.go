@@ -15,7 +15,7 @@ import (
 
 // The reads a device polls or follows: the whole state, one agent's
 // outline, one conversation, and the change feed that says which of them
-// changed (issue 11, devices get deltas). Each read carries a strong ETag
+// changed (devices get deltas). Each read carries a strong ETag
 // of what it returns; a device that sends it back in If-None-Match gets
 // 304 and no body when nothing changed.
 

@@ -56,7 +56,7 @@ func conv(a *view.Agent, id string) *wire.Conversation {
 
 // TestFeedChangeSets_K8: each change of the bridge's view is told as the
 // agents and conversations it touched, so a device reads only those
-// (issue 11, devices get deltas); what a device does not receive (the
+// (devices get deltas); what a device does not receive (the
 // poll time) and a new snapshot with the same content are no change.
 func TestFeedChangeSets_K8(t *testing.T) {
 	const r = 2 // the revision of the first change after the base

@@ -21,7 +21,7 @@ import (
 // headers that name public_url's host; the public name itself over the
 // listener's plain port is not the public origin either; and another
 // site's script reading the API cross-origin is refused before any route,
-// as the journal shows (issue 13, D6).
+// as the journal shows (D6).
 func TestRebindingWithPublicURLInChromium_D6(t *testing.T) {
 	chromium := needChromium(t)
 	back := &browserBackend{view: browserView(agentSnapshot(t))}

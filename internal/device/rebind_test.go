@@ -26,7 +26,7 @@ import (
 // writes or pairings go through; the other site's requests are refused as
 // cross-site without using up the pairing budget, so a real pairing goes
 // through after its flood, and its refusals are counted in the journal
-// (issue 9 items 5 and 6, D6).
+// (D6).
 func TestHostileOriginsInChromium(t *testing.T) {
 	chromium := needChromium(t)
 	back := &browserBackend{view: browserView(agentSnapshot(t))}

@@ -36,7 +36,7 @@ func (s *sinkLog) total() int {
 // repeats within the window become one line with their count when it
 // closes; a steady flood writes one line a window; another kind, source or
 // device is its own; a quiet window ends the kind; close writes what is
-// open; no refusal is lost from a count (A1, A5, issue 9 item 6).
+// open; no refusal is lost from a count (A1, A5).
 func TestRefusalsCoalesce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var s sinkLog

@@ -25,8 +25,8 @@ var registryBodies = map[string]string{
 // TestRegistryRoutes: every write of the protocol's registry is a device
 // route, POST /api/v1/agents/{agent}/NAME, behind the write gate, that
 // forwards a request of the write's own type to the agent's route of the
-// same row, and is noted in the audit log under its name (D6, A1; issue 10
-// item 1). A name outside the registry is refused with 404 and reaches
+// same row, and is noted in the audit log under its name (D6, A1).
+// A name outside the registry is refused with 404 and reaches
 // neither the agent nor the audit log as a write.
 func TestRegistryRoutes(t *testing.T) {
 	f := newFixture(t)

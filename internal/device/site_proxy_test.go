@@ -21,7 +21,7 @@ import (
 // headers are read only when the site trusts that kind and only from a
 // loopback peer; the host the browser used must be the listener's or
 // public_url's, as must the connection's own Host, so a page on this
-// machine cannot pass off a rebound name by adding a header (issue 13).
+// machine cannot pass off a rebound name by adding a header.
 func TestSite_Proxy_D6(t *testing.T) {
 	mk := func(kind string) *Site {
 		s := NewSite("http", "127.0.0.1", "8780")
@@ -110,7 +110,7 @@ func TestSite_Proxy_D6(t *testing.T) {
 // header is refused with what to fix; a pairing forwarded as https gets a
 // Secure cookie; a read from another site's page is refused before any
 // handler; /healthz answers at the listener's and public_url's host and
-// nowhere else, and holds nothing (issue 13).
+// nowhere else, and holds nothing.
 func TestBehindProxy_D6(t *testing.T) {
 	f := newFixture(t)
 	f.api.site.Allow("https", "collie.example", "")
@@ -189,7 +189,7 @@ func TestBehindProxy_D6(t *testing.T) {
 // TestListen_PublicURL: public_url's host is on the listener's list, on
 // the plain loopback listener (behind a proxy) and on a TLS listener with
 // the user's own certificate (the LAN recipe), and proxy_headers needs a
-// loopback listener and public_url (issue 13).
+// loopback listener and public_url.
 func TestListen_PublicURL(t *testing.T) {
 	t.Run("behind_proxy", func(t *testing.T) {
 		l, err := Listen(ListenConfig{Addr: "127.0.0.1:0", PublicURL: "https://collie.example", ProxyHeaders: ProxyXForwarded}, t.TempDir())

@@ -16,7 +16,7 @@ import (
 
 // TestSite_HostAndOrigin: the Host must be one of the listener's own
 // addresses, and Origin is compared with that list, never with the
-// request's own Host (issue 9 item 5).
+// request's own Host.
 func TestSite_HostAndOrigin(t *testing.T) {
 	name, err := os.Hostname()
 	if err != nil {
@@ -108,7 +108,7 @@ func TestSite_HostAndOrigin(t *testing.T) {
 
 // FuzzSiteHost: whatever Host and Origin a request carries, the checks
 // never panic, and what the loopback listener 127.0.0.1:8780 accepts is
-// one of its own names with its own port (issue 9 item 5).
+// one of its own names with its own port.
 func FuzzSiteHost(f *testing.F) {
 	for _, s := range [][2]string{
 		{"127.0.0.1:8780", "http://localhost:8780"}, {"[::1]:8780", "http://[::1]:8780"}, {"LOCALHOST.:8780", ""},

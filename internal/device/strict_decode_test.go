@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// TestOpenStoreStrict (issue 9 item 4): devices.json is read exact-case,
+// TestOpenStoreStrict: devices.json is read exact-case,
 // with no name twice and no field Collie does not know; before, "ID" and
 // "CredHash" filled the fields and the last of two "credHash" won.
 func TestOpenStoreStrict(t *testing.T) {

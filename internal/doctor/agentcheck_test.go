@@ -4,7 +4,7 @@ import "testing"
 
 // TestAgentCheckOutput_L4: the agent-config row reads collie-agent
 // --check-config's error and hint lines (age's form, internal/cli) as one
-// reason, and still reads a bare "collie-agent: " line (issue 10 item 10).
+// reason, and still reads a bare "collie-agent: " line.
 func TestAgentCheckOutput_L4(t *testing.T) {
 	for _, tt := range []struct{ name, stderr, want string }{
 		{"error_only", "collie-agent: error: /c/demo.toml, line 2: unknown setting \"titel\"\n", `/c/demo.toml, line 2: unknown setting "titel"`},

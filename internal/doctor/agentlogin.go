@@ -10,7 +10,7 @@ import (
 	"github.com/collie-linux/collie/internal/control"
 )
 
-// checkAgentLogin is the agent-login row (issue 14): whether agents on an
+// checkAgentLogin is the agent-login row: whether agents on an
 // agent platform can log in to the bridge, and how many sessions the
 // daemon holds. Agent login is optional: off is ok, and says how.
 func checkAgentLogin(ctx context.Context, e *Env) []Row {

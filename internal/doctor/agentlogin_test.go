@@ -17,7 +17,7 @@ import (
 	"github.com/collie-linux/collie/internal/control"
 )
 
-// TestAgentLoginRow: the agent-login row (issue 14) is ok when agent login
+// TestAgentLoginRow: the agent-login row is ok when agent login
 // is off and says how to turn it on; a key that cannot be read fails with
 // the fix; a device API that is off is a warning (the agent surface is on
 // its listener); with the daemon running it counts the live sessions.

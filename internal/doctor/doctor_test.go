@@ -81,7 +81,7 @@ func healthy(t *testing.T) (*Env, string) {
 		"collie-agent@.service":    {Path: "/usr/lib/systemd/user/collie-agent@.service", FileState: "static"},
 		"collie-agent@demo.socket": active("/usr/lib/systemd/user/collie-agent@.socket", "listening"),
 	}
-	// A phone's address is part of a working set-up (issue 13).
+	// A phone's address is part of a working set-up.
 	if err := os.WriteFile(paths.ConfigFile(), []byte("[devices]\npublic_url = \"https://collie.example.ts.net\"\nproxy_headers = \"x-forwarded\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +378,7 @@ func TestDeviceListener(t *testing.T) {
 	}
 }
 
-// brokenAgent is issue 9's broken agent: a typo in NAME.toml, so
+// brokenAgent is a broken agent: a typo in NAME.toml, so
 // collie-agent@demo.service fails at every start and its socket, enabled,
 // stops after too many; the bridge saw the connection reset.
 func brokenAgent(t *testing.T, socketActive string) (*Env, string) {
@@ -402,7 +402,7 @@ func brokenAgent(t *testing.T, socketActive string) (*Env, string) {
 	return e, root
 }
 
-// TestBrokenAgent_L4 (issue 9 item 13): with a typo in the agent's
+// TestBrokenAgent_L4: with a typo in the agent's
 // NAME.toml, doctor names the file, line and setting from the agent's own
 // check, tells the failed service from a disabled socket, points at the
 // service's journal, and the daemon row does not show the raw socket
@@ -430,7 +430,7 @@ func TestBrokenAgent_L4(t *testing.T) {
 
 // TestSourcesRefusedPath_T2: an entry of sources.json whose socket path is
 // relative or not clean is a failing row of its own, named, with its fix;
-// the others still load (T2; issue 9 item 2).
+// the others still load (T2).
 func TestSourcesRefusedPath_T2(t *testing.T) {
 	e, _ := healthy(t)
 	data := `{"version":1,"sources":[{"name":"bad","socket":"/run/user/x/../desk/bad.sock"},{"name":"rel","socket":"desk/rel.sock"}]}`

@@ -23,7 +23,7 @@ import (
 // address and, with the daemon running, whether the bridge answers its
 // /healthz there, over real TLS: a certificate this machine does not
 // trust, one for another name, a server that is not the bridge, a bridge
-// that refuses the name, a name that does not resolve (issue 13).
+// that refuses the name, a name that does not resolve.
 func TestPublicURL_D6(t *testing.T) {
 	dir := t.TempDir()
 	ca := tlstest.NewCA(t, dir)

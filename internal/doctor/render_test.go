@@ -12,7 +12,7 @@ import (
 // TestRenderHostileX1: a row's message may carry what an agent said (its
 // reason, its config check's output). Neither the text nor the JSON
 // writes a control, direction or invisible character, and no field forges
-// a row (X1; issue 9 item 1).
+// a row (X1).
 func TestRenderHostileX1(t *testing.T) {
 	const raw = "agent said \x1b]0;pwned\x07\u202e\U000E0041\r\n✗ fail  fake-row  forged\u009b2J\u00ad"
 	rows := []Row{

@@ -72,7 +72,7 @@ var registryBodies = map[string]string{
 // (refused here: a test server's connection is not the agent's socket),
 // and hands the request to the App method of the row's write, with its
 // request id; a route outside the registry is 404, and a request of a type
-// the registry does not make reaches no App method (C2; issue 10 item 1).
+// the registry does not make reaches no App method (C2).
 func TestDispatchRegistry(t *testing.T) {
 	s, err := NewServer(wire.Hello{Agent: "a"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {

@@ -296,7 +296,7 @@ func (t Transport) checked() bool { return !t.Remote && !t.Unchecked }
 func (s *Server) Handler() http.Handler { return s.handler(Transport{}) }
 
 // Hosted returns the protocol's routes for an agent the bridge hosts in
-// its own process (an agent platform's agent session, issue 14), called
+// its own process (an agent platform's agent session), called
 // by the bridge's own code and never served on a socket or a port: there
 // is no connection, so no caller check. Its only callers are the
 // bridge's reads and Bridge.Forward (a paired device's writes, D6), and

@@ -8,7 +8,7 @@ import (
 	"github.com/collie-linux/collie/internal/wire"
 )
 
-// Waiting reads (issue 11): GET /v1/snapshot with If-None-Match and
+// Waiting reads: GET /v1/snapshot with If-None-Match and
 // "Collie-Wait: <seconds>" is held until the snapshot's ETag differs from
 // If-None-Match, answered 200 with the new snapshot at once, or answered
 // 304 when the wait ends. Either answer carries "Collie-Waited: <seconds>",

@@ -25,7 +25,7 @@ type waitReply struct {
 	err    error
 }
 
-// TestWaitingRead runs the snapshot route's waiting read (issue 11) on
+// TestWaitingRead runs the snapshot route's waiting read on
 // synctest's clock, over an in-memory connection, with the server's real
 // 30 s timeouts: a read is held until the board changes (answered at that
 // very instant) or its wait ends (304 at exactly the wait, past both

@@ -18,7 +18,7 @@ import (
 // systemd and journald, writes the audit chain's head to the journal when
 // it stops; collie audit verify finds the log intact against it, and a
 // log whose last record was then removed fails against the journal's
-// anchor, though its own chain is whole (A1; issue 9 item 8).
+// anchor, though its own chain is whole (A1).
 func TestAuditAnchorsInJournal(t *testing.T) {
 	bin := build(t)
 	um := systemdtest.Start(t)

@@ -46,7 +46,7 @@ var packageFiles = []string{
 	"/usr/share/doc/collie/copyright",
 }
 
-// TestDebInstall_L1_L2_L4_R14 is the install test of issue 6: build the
+// TestDebInstall_L1_L2_L4_R14 is the install test: build the
 // .deb, lintian it, dpkg -i it, then for a test user under a real systemd
 // user manager enable the installed units, attach the demo agent, and see
 // collie doctor pass and the journal hold the start line; break one thing
@@ -490,7 +490,7 @@ func freePort(t *testing.T) int {
 }
 
 // checkShippedDocs: the example agent config the package ships is one the
-// installed collie-agent accepts (issue 9 item 15), and debian/copyright
+// installed collie-agent accepts, and debian/copyright
 // names the license in DEP-5 form with Debian's pointer (item 16).
 func checkShippedDocs(t *testing.T, ctx context.Context) {
 	t.Helper()

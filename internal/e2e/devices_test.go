@@ -15,7 +15,7 @@ import (
 	"github.com/collie-linux/collie/internal/systemdtest"
 )
 
-// TestDeviceAnswerEndToEnd is issue 4's path with every real part: the
+// TestDeviceAnswerEndToEnd is the device-answer path with every real part: the
 // agent socket-activated with its caller check on, the bridge as a user
 // service with the device API on loopback, a device pairing over HTTP and
 // answering through the write gate, the agent taking the answer, and the
@@ -123,7 +123,7 @@ func TestDeviceAnswerEndToEnd(t *testing.T) {
 	// A page on another name that resolves here (DNS rebinding) gets nothing.
 	rebind := &client{t: t, base: base, cred: dev.cred, host: "rebind.invalid:" + base[strings.LastIndex(base, ":")+1:]}
 	if status := rebind.call("GET", "/api/v1/state", "", nil, nil); status != http.StatusMisdirectedRequest {
-		t.Fatalf("issue 9 item 5: a request for another host name: %d", status)
+		t.Fatalf("a request for another host name: %d", status)
 	}
 
 	// Revoking cuts the device off at once.
@@ -133,7 +133,7 @@ func TestDeviceAnswerEndToEnd(t *testing.T) {
 	}
 	// A write with the revoked credential, or a forged one, is a refused
 	// write with its line, naming the revoked device or "unknown", never
-	// the credential (A1, issue 9 item 7).
+	// the credential (A1).
 	if status := dev.call("POST", "/api/v1/agents/demo/send", `{"requestId":"late","conversation":"main","text":"hi"}`, gate, nil); status != 401 {
 		t.Fatalf("a revoked device's write: %d", status)
 	}

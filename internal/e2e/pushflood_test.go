@@ -89,7 +89,7 @@ func (a *floodAgent) ask(t *testing.T, conv string, count int) {
 	}
 }
 
-// TestPushFloodOnARunningDaemon_D9 is issue 12's flood on the daemon as
+// TestPushFloodOnARunningDaemon_D9 is the push flood on the daemon as
 // shipped (collie daemon, its real guard file, the ntfy provider, the
 // device API), with a durable agent on a private socket. The hour began
 // before this daemon: its guard file holds 20 pushes sent 5 to 24

@@ -38,7 +38,7 @@ func unit(t *testing.T, name, bin string) string {
 	return strings.ReplaceAll(string(b), "/usr/bin/", bin+"/")
 }
 
-// TestSystemdEndToEnd is issue 2's whole path under the real user manager:
+// TestSystemdEndToEnd is the whole path under the real user manager:
 // the agent socket-activated from its template unit (L1), the bridge as a
 // Type=notify user service logging to journald (L2), the demo question in
 // `collie show`, and a desk folder turned 0755 refused with the exact T3
@@ -156,7 +156,7 @@ func waitFor(t *testing.T, limit time.Duration, what string, ok func() bool) {
 	}
 }
 
-// TestSystemdFatalStart_L2 (issue 9 item 12): a typo in config.toml makes
+// TestSystemdFatalStart_L2: a typo in config.toml makes
 // collie.service fail, and `journalctl --user -u collie -p err`, where the
 // README and doctor send the user, shows why in MESSAGE at PRIORITY=3;
 // likewise a typo in an agent's NAME.toml and collie-agent@NAME.service,
@@ -210,7 +210,7 @@ func TestSystemdFatalStart_L2(t *testing.T) {
 		t.Logf("journalctl --user -u %s -p err:\n%s", tt.unit, got)
 	}
 
-	// Issue 9 item 13: collie doctor names the file, line and setting from
+	// collie doctor names the file, line and setting from
 	// the agent's own check, tells the failed service from a disabled
 	// socket, and points at the service's journal, not the socket's.
 	if out, err := um.Run(ctx, bin+"/collie", "durable", "attach", "broken", "--socket", um.RuntimeDir+"/desk/broken.sock"); err != nil {

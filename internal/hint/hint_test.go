@@ -9,7 +9,7 @@ import (
 
 // TestHintKeptApart_L4: the message and the hint stay apart through
 // wrapping, so each can be printed on its own line or in its own field
-// (issue 10 item 10).
+// .
 func TestHintKeptApart_L4(t *testing.T) {
 	base := Errorf("create it with: mkdir -p /x", "open /x: %w", fs.ErrNotExist)
 	for _, tt := range []struct {

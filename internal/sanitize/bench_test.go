@@ -92,8 +92,8 @@ func sprinkled(n int) string {
 	return strings.Repeat(chunk, n/len(chunk)+1)[:n]
 }
 
-// BenchmarkMixedVsLegacy is the issue 11 figure for the cleaner: Block on
-// 64 KiB of mixed text, the cleaner against the one before issue 11
+// BenchmarkMixedVsLegacy is the cleaner's speed figure: Block on
+// 64 KiB of mixed text, the cleaner against the one before it was made faster
 // (legacyClean, kept in legacy_test.go), run alternately so both see the
 // same machine. new_MB/s and legacy_MB/s are their throughputs and
 // x_legacy how many times faster the new one is, each from the fastest of

@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-// FuzzFastVsLegacy: the cleaner of issue 11 gives the same output, byte
+// FuzzFastVsLegacy: the fast cleaner gives the same output, byte
 // for byte, and the same changed flag as the one before it (legacyClean,
 // kept in legacy_test.go), for Line, Block and Label (X2, X3).
 func FuzzFastVsLegacy(f *testing.F) {

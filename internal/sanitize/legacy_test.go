@@ -5,7 +5,7 @@ import (
 	"unicode/utf8"
 )
 
-// The cleaner as it was before issue 11 made it faster, kept whole and
+// The cleaner as it was before it was made faster, kept whole and
 // unchanged as a test-only reference: FuzzFastVsLegacy checks that the new
 // one gives the same output byte for byte, and the benchmarks run both side
 // by side. Only the names changed (legacy...). The constants and the unit

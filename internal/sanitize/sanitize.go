@@ -30,7 +30,7 @@
 // allocation (a second only when U+FFFD makes it outgrow the input). A
 // character is judged from its bytes with a table of first bytes, never
 // decoded to a rune, clean runs are copied whole, and text past a cut is
-// never read (issue 11: mixed text is cleaned about 2.5 times as fast as
+// never read (mixed text is cleaned about 2.5 times as fast as
 // before, see BenchmarkMixedVsLegacy).
 //
 // Ids (X5) and links (X6) are never repaired: [ValidID] and [CheckLink]
@@ -114,7 +114,7 @@ func clean(s string, limit int, u unit, keep uint32) (string, bool) {
 // one buffer the size of s, clean runs copied whole, and becomes the
 // string without a copy: one allocation.
 //
-// This is the hot loop of cleaning dirty text (issue 11), so it judges
+// This is the hot loop of cleaning dirty text, so it judges
 // characters with cleanPrefix's code written out again rather than
 // calling it (and char) once a character: TestCharEveryCodePoint and
 // FuzzFastVsLegacy hold the copies to the same answers.

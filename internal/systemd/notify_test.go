@@ -14,8 +14,8 @@ import (
 
 // TestNotifyFailureLoggedOnce_L2: a failed sd_notify is logged once, at
 // error, with the state it was for and the reason; later failures are
-// not logged again; without a failure nothing is logged (issue 9 item 14;
-// moved from cmd/collie, issue 10 item 7).
+// not logged again; without a failure nothing is logged
+// (moved from cmd/collie).
 func TestNotifyFailureLoggedOnce_L2(t *testing.T) {
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))

@@ -88,7 +88,7 @@ WantedBy=default.target
 // UserManager.Unit), asked of a real systemd --user as its user, over
 // the session bus and over the manager's private socket, get the unit's
 // states and file: an enabled running service, one that is not
-// installed, and templates installed or not (issue 10 item 7).
+// installed, and templates installed or not.
 func TestUserManager_L4(t *testing.T) {
 	um := systemdtest.Start(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)

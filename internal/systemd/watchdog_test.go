@@ -42,7 +42,7 @@ func drain(c <-chan time.Duration) []time.Duration {
 // TestWatchdog_L2: when systemd asks for a watchdog (WatchdogSec=, seen as
 // WATCHDOG_USEC), WATCHDOG=1 goes at half the interval while alive
 // returns, and the watchdog stops with its context (moved from
-// cmd/collie, now on synctest's clock; issue 10 items 7 and 13).
+// cmd/collie, now on synctest's clock).
 func TestWatchdog_L2(t *testing.T) {
 	for _, tc := range []struct {
 		usec string

@@ -29,7 +29,7 @@ var allowedSkips = []struct{ file, call string }{
 	{"internal/sources/store_test.go", `"Windows files have no Unix modes"`},
 }
 
-// TestSkipsGoThroughTestenv (issue 10 item 14): no test skips on its own
+// TestSkipsGoThroughTestenv: no test skips on its own
 // because of its environment, and none reads CI itself. A skip that may
 // not happen in CI goes through Unavailable; the few that are not about
 // the machine are listed in allowedSkips, and each entry must still match

@@ -1,7 +1,7 @@
 // Package testenv decides what a test does when the machine cannot run
 // it: on a developer's machine it skips with the reason, and under CI=true
 // it fails, so that CI cannot pass by skipping (the bar of the project's
-// tests; issue 10 item 14).
+// tests).
 //
 // Every test that skips because of its environment (not root, a tool or
 // a package missing, no pid namespace, no 127.0.0.2, no systemd) goes

@@ -2,8 +2,8 @@
 // reads hello and snapshot from an agent over a private Unix socket (walked
 // before every request, T2, over a kept-alive connection whose listener's
 // uid was checked when it was made, L3) or over HTTPS with a bearer token
-// (K1–K7). A snapshot read may wait at the agent for a change (issue 11,
-// see [Waiter]).
+// (K1–K7). A snapshot read may wait at the agent for a change
+// (see [Waiter]).
 package upstream
 
 import (

@@ -7,7 +7,7 @@ import (
 )
 
 // NewHosted reads an agent the bridge hosts in its own process (an agent
-// platform's agent session, issue 14): the same protocol, limits and
+// platform's agent session): the same protocol, limits and
 // cleaning as an agent on a socket, carried by calling h, the agent's
 // routes (durable.Server.Hosted), with no connection between them. A
 // waiting read is held by h as by any agent.

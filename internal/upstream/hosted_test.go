@@ -14,7 +14,7 @@ import (
 	"github.com/collie-linux/collie/internal/wire"
 )
 
-// TestHostedReads_X1: an agent hosted in the bridge's process (issue 14)
+// TestHostedReads_X1: an agent hosted in the bridge's process
 // is read through the same client code as one on a socket: its hello and
 // snapshot cleaned (X1), 304 on an unchanged ETag, a waiting read held
 // until the snapshot changes, a write refused as the agent refuses it.

@@ -291,7 +291,7 @@ func TestSocketWaitingRead(t *testing.T) {
 	}
 }
 
-// BenchmarkKeptAliveVsBare is issue 11's figure for the Unix socket: one
+// BenchmarkKeptAliveVsBare is the Unix socket's figure: one
 // idle read by the bridge's client over a kept-alive connection (the T2
 // walk before the request, the L3 peer check once for the connection,
 // GET /v1/snapshot with If-None-Match, a 304) against a bare kept-alive

@@ -12,7 +12,7 @@ import (
 )
 
 // Waiter is a Client whose snapshot read can wait at the agent for a
-// change (issue 11). Every client this package makes is one.
+// change. Every client this package makes is one.
 //
 // The bridge's loop for one agent is:
 //

@@ -27,7 +27,7 @@ func memReader(l *memnet.Listener) *reader {
 // (durable.Server with a board) on synctest's clock: a read held until the
 // board changes comes back at that very instant with the new snapshot and
 // Waited; one held to the end of its wait is a 304 with Waited; a read
-// without a wait is today's read, at once, Waited false (K7, K8; issue 11).
+// without a wait is today's read, at once, Waited false (K7, K8).
 func TestSnapshotWaitReference(t *testing.T) {
 	for _, tt := range []struct {
 		name     string

@@ -24,7 +24,7 @@ type AgentStatus struct {
 	Reason    string    `json:"reason,omitempty"` // why not, exactly (T3, T4)
 	Agent     string    `json:"agent,omitempty"`  // the name the agent gives itself
 	Checked   time.Time `json:"checked,omitzero"` // when the last poll began
-	// Mode is how the bridge reads the agent (issue 11): "waiting read"
+	// Mode is how the bridge reads the agent: "waiting read"
 	// (held at the agent until its state changes), "polled every 10 s"
 	// (an agent without waiting reads, at the seed's cadence, K8),
 	// "retried every 10 s" (down or refusing the token), and so on; ""

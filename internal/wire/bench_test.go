@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Benchmarks of the snapshot read (issue 11). The machine they run on is
+// Benchmarks of the snapshot read. The machine they run on is
 // usually shared, so the figure that means something is a ratio measured
 // side by side in one run, not a time: BenchmarkSnapshotVsUnmarshal runs
 // DecodeSnapshot and encoding/json.Unmarshal of the same bytes alternately
@@ -66,7 +66,7 @@ func snapshotCases() []struct {
 }
 
 // markdownSnapshot makes a snapshot of about n bytes of long markdown
-// items (issue 11's agent "full of markdown"), their text mixed: accents,
+// items (an agent "full of markdown"), their text mixed: accents,
 // CJK and emoji, with invisible, bidi, tag and C1 characters sprinkled in.
 func markdownSnapshot(n int) []byte {
 	const para = "## Step 3: build the package\\n\\nThe `go build` run failed in *päckage* foo " +
@@ -88,7 +88,7 @@ func markdownSnapshot(n int) []byte {
 	return b.Bytes()
 }
 
-// BenchmarkSnapshotVsUnmarshal is the issue 11 figure: DecodeSnapshot
+// BenchmarkSnapshotVsUnmarshal is the snapshot figure: DecodeSnapshot
 // (read with its Content-Length, strict decode, clean) of a 4 MiB snapshot
 // against encoding/json.Unmarshal of the same bytes into the same type,
 // run alternately so both see the same machine. x_unmarshal is the ratio

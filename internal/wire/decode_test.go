@@ -35,7 +35,7 @@ func (r *limitedCounter) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestReadCappedLength: a known Content-Length (issue 11, X4) is read into
+// TestReadCappedLength: a known Content-Length (X4) is read into
 // one buffer of exactly that size, and a body that does not match it is
 // refused, reading at most one byte past it; the cap holds whatever the
 // length says.
@@ -81,7 +81,7 @@ func TestReadCappedLength(t *testing.T) {
 }
 
 // TestReadCappedOneBuffer: with a known length the body is read into one
-// buffer of exactly that size: one allocation, no growing (issue 11).
+// buffer of exactly that size: one allocation, no growing.
 func TestReadCappedOneBuffer(t *testing.T) {
 	body := bytes.Repeat([]byte("x"), 3<<20)
 	r := bytes.NewReader(body)
@@ -103,7 +103,7 @@ func TestReadCappedOneBuffer(t *testing.T) {
 
 // TestDecodeSnapshotOverHTTP: a real HTTP reply whose Content-Length
 // says more than the agent sends is refused as a short body, and one whose
-// length is right is decoded (X4, issue 11).
+// length is right is decoded (X4).
 func TestDecodeSnapshotOverHTTP(t *testing.T) {
 	const good = `{"spaces":[{"id":"s","title":"S\u202e","tabs":[]}]}`
 	for _, tc := range []struct {

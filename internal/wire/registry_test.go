@@ -38,7 +38,7 @@ func c2Writes(t *testing.T) []string {
 // TestRegistry holds each row of the registry to its parts: a unique name,
 // the agent's route /v1/NAME, a request type whose Name is the row's and
 // whose ID is its requestId, audit events of A3, and the caller check on
-// exactly the writes C2 lists, in its order (issue 10 item 1).
+// exactly the writes C2 lists, in its order.
 func TestRegistry(t *testing.T) {
 	a3 := []string{EventAnswer, EventSend, EventAbort, EventAction, EventStarterStart, EventDurableReopen,
 		EventSpaceRename, EventPaneClose, EventPaneRename, EventTabRename}

@@ -244,7 +244,7 @@ func newLike(r Request) Request {
 
 var stringValue = regexp.MustCompile(`:"([a-zA-Z ]+)"`)
 
-// TestDecodeRequestInvalidUTF8 (issue 9 item 9, X4): invalid UTF-8 or a
+// TestDecodeRequestInvalidUTF8 (X4): invalid UTF-8 or a
 // lone surrogate escape in any string of a write is refused with a 400
 // naming the field; it is never replaced by U+FFFD and forwarded.
 func TestDecodeRequestInvalidUTF8(t *testing.T) {

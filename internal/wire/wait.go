@@ -1,6 +1,6 @@
 package wire
 
-// Waiting reads (issue 11). The hello and snapshot schemas are closed, so
+// Waiting reads. The hello and snapshot schemas are closed, so
 // the capability travels in headers, never in the JSON:
 //
 //   - The bridge sends GET /v1/snapshot with If-None-Match and

@@ -158,7 +158,7 @@ func segDist(x, y float64, a, b [2]float64) float64 {
 // TestIconsAreDrawn: the app's icons are drawn here, from one
 // description, and the files embedded are exactly what it draws: no
 // external asset, and an SVG and PNGs that show the same head. Run with
-// -update after changing the drawing (issue 13).
+// -update after changing the drawing.
 func TestIconsAreDrawn(t *testing.T) {
 	want := map[string][]byte{"icon.svg": []byte(iconSVG())}
 	for _, ic := range icons {

@@ -14,7 +14,7 @@ import (
 // TestManifest_Installable: the manifest served is what chromium asks of
 // an installable app (a name, a start URL in scope, standalone, a 192 and
 // a 512 PNG icon of those sizes, a maskable one), every icon it names is
-// served, and the page links it (issue 13).
+// served, and the page links it.
 func TestManifest_Installable(t *testing.T) {
 	h := Handler()
 	get := func(path string) ([]byte, string) {
@@ -76,7 +76,7 @@ func TestManifest_Installable(t *testing.T) {
 // TestShellWorker_NoAgentData: the app shell the worker keeps is the
 // page's own files and nothing under /api/ (agents' data, the device's
 // cookie); each is served; and it comes first in /sw.js, before the push
-// part (issue 13).
+// part.
 func TestShellWorker_NoAgentData(t *testing.T) {
 	src, err := files.ReadFile("sw-shell.js")
 	if err != nil {

@@ -62,7 +62,7 @@ var routes = func() map[string]asset {
 		{name: "app.css", contentType: "text/css; charset=utf-8"},
 		{name: "phone.css", contentType: "text/css; charset=utf-8"},
 		{name: "icon.svg", contentType: "image/svg+xml"},
-		// The installable app (issue 13): its manifest and PNG icons, drawn
+		// The installable app: its manifest and PNG icons, drawn
 		// by icons_test.go.
 		{name: "manifest.webmanifest", contentType: "application/manifest+json"},
 		{name: "icon-192.png", contentType: "image/png"},

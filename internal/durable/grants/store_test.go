@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestFileGrantsStrict (issue 9 item 4, D7): the grants file is read
+// TestFileGrantsStrict (D7): the grants file is read
 // exact-case, with no name twice, no unknown field and valid UTF-8. Before,
 // "Scope"/"CommandPrefix" filled the fields and the last of two
 // "commandPrefix" won, so a file could widen a grant past what it showed.

@@ -50,7 +50,7 @@ func TestHandler(t *testing.T) {
 }
 
 // TestPriorityAndMessage_L2: errors are PRIORITY=3, warnings 4, info 6,
-// debug 7 (issue 9 item 12), and MESSAGE carries the agent and the reason
+// debug 7, and MESSAGE carries the agent and the reason
 // in its text, not only in fields, so journalctl's plain output says both.
 func TestPriorityAndMessage_L2(t *testing.T) {
 	for _, tt := range []struct {
@@ -93,7 +93,7 @@ func TestPriorityAndMessage_L2(t *testing.T) {
 // TestFatal_L2: a program's last word is PRIORITY=3 with its fields and
 // the agent in MESSAGE when stderr is the journal, the <3>-prefixed line on
 // stderr if the journal refuses it, and "program: sentence" on a terminal
-// (issue 9 item 12).
+// .
 func TestFatal_L2(t *testing.T) {
 	text := "cannot start: /c/demo.toml, line 2: unknown setting \"titel\""
 	msg := "agent demo: " + text
