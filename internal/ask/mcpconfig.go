@@ -16,6 +16,11 @@ import (
 // MCP servers: the client calls its tools mcp__collie__ask_yes_no and so on.
 const MCPServerName = "collie"
 
+// MCPTools are collie mcp's tools. Each asks the user itself (or only
+// adds a message to the conversation), so the hook lets a call of one
+// through without asking first: no card about a card.
+var MCPTools = []string{"ask_yes_no", "ask_choice", "ask_text", "ask_form", "notify", "approve"}
+
 // MCPArgs are the arguments of the server's command after collie itself.
 var MCPArgs = []string{"mcp"}
 
@@ -32,17 +37,33 @@ type MCPFormat struct {
 	Key string
 	// Type is the entry's "type" where the client writes one itself.
 	Type string
+	// ToolPrefix is what the client puts before an MCP tool's name for
+	// collie's server in its hook input.
+	ToolPrefix string
 }
 
 // Claude Code keeps a user's MCP servers in ~/.claude.json (what `claude
 // mcp add --scope user` writes) and a project's in .mcp.json.
-var claudeMCP = &MCPFormat{UserFile: ".claude.json", ProjectFile: ".mcp.json", Key: "mcpServers", Type: "stdio"}
+var claudeMCP = &MCPFormat{UserFile: ".claude.json", ProjectFile: ".mcp.json", Key: "mcpServers", Type: "stdio",
+	ToolPrefix: "mcp__" + MCPServerName + "__"}
 
 // Gemini CLI keeps them in its settings files, beside the hooks.
-var geminiMCP = &MCPFormat{UserFile: ".gemini/settings.json", ProjectFile: ".gemini/settings.json", Key: "mcpServers"}
+var geminiMCP = &MCPFormat{UserFile: ".gemini/settings.json", ProjectFile: ".gemini/settings.json", Key: "mcpServers",
+	ToolPrefix: "mcp_" + MCPServerName + "_"}
 
 // Codex CLI keeps them in config.toml as [mcp_servers.NAME] tables.
-var codexMCP = &MCPFormat{UserFile: ".codex/config.toml", ProjectFile: ".codex/config.toml", HomeEnv: "CODEX_HOME"}
+var codexMCP = &MCPFormat{UserFile: ".codex/config.toml", ProjectFile: ".codex/config.toml", HomeEnv: "CODEX_HOME",
+	ToolPrefix: "mcp__" + MCPServerName + "__"}
+
+// isCollieMCPTool reports whether the hook's tool is one of collie mcp's
+// own, as the client names it.
+func (h *HookClient) isCollieMCPTool(tool string) bool {
+	if h.MCP == nil || h.MCP.ToolPrefix == "" {
+		return false
+	}
+	name, ok := strings.CutPrefix(tool, h.MCP.ToolPrefix)
+	return ok && slices.Contains(MCPTools, name)
+}
 
 // MCPPath is the file collie setup writes the MCP server into: the
 // user's under home (or the HomeEnv folder), or the project's.
