@@ -116,7 +116,6 @@ func applySetup(w io.Writer, h *ask.HookClient, edits []setupEdit, dryRun bool, 
 		path          string
 		old, updated  []byte
 		existed       bool
-		edits         []setupEdit
 		changed, kept []setupEdit
 	}
 	var changes []*change
