@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/collie-linux/collie/internal/fakemodel"
 )
 
 // TestSetupMCP_RealClients_D1: after `collie setup CLIENT`, each real
@@ -46,5 +48,48 @@ func TestSetupMCP_RealClients_D1(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestClaudeCode_SetupBoth_OneCard_D1: with the hook and the MCP server
+// that collie setup claude writes, in bypassPermissions mode (where the
+// hook gates every MCP tool), the model's mcp__collie__ask_yes_no puts
+// one card on the device, the question itself, not a card asking whether
+// it may ask; the tap's yes reaches the model.
+func TestClaudeCode_SetupBoth_OneCard_D1(t *testing.T) {
+	Require(t, Claude)
+	s := New(t)
+	collie := installCollie(t, s)
+	if res, err := s.Run(context.Background(), 30*time.Second, nil, nil, collie, "setup", "claude", "--timeout", "30s"); err != nil || res.ExitCode != 0 {
+		t.Fatalf("collie setup: %v %v", err, res)
+	}
+	a := startAgent(t, s)
+	s.Env = append(s.Env, "COLLIE_AGENT_SOCKET="+a.sock, "XDG_RUNTIME_DIR="+filepath.Join(s.Home, "run"))
+	api := fakemodel.Start([]fakemodel.Turn{
+		fakemodel.ToolCall("mcp__collie__ask_yes_no", map[string]any{"question": "Ship the release?"}),
+		fakemodel.Say("all done"),
+	})
+	defer api.Close()
+	done := make(chan Result, 1)
+	go func() {
+		res, err := s.RunClaude(context.Background(), clientTimeout, api.URL, "ask me", "--permission-mode", "bypassPermissions")
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	q, conv := a.question(t, 60*time.Second)
+	if !strings.Contains(q.Title, "Ship the release?") {
+		t.Fatalf("the first card is %q, not the model's question", q.Title)
+	}
+	a.answer(t, q, conv, "yes", "")
+	res := <-done
+	loop := api.TurnRequests()
+	if res.ExitCode != 0 || len(loop) < 2 {
+		t.Fatalf("%d requests of the agent loop\n%v", len(loop), res)
+	}
+	tr, ok := loop[1].ToolResult("toolu_fake0")
+	if !ok || tr.IsError || !strings.Contains(tr.Content, `"answer":"yes"`) {
+		t.Fatalf("the model got %+v (found %v)", tr, ok)
 	}
 }
