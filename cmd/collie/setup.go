@@ -17,13 +17,16 @@ import (
 )
 
 // cmdSetup is `collie setup CLIENT`: it writes the client's hook entry
-// (the adapter of collie ask --hook CLIENT, row of ask.HookClients) into
-// the client's settings, keeping everything else there.
+// (the adapter of collie ask --hook CLIENT, row of ask.HookClients) and
+// collie mcp as an MCP server (the row's MCP) into the client's config,
+// keeping everything else there. --no-hook or --no-mcp leaves one out.
 func cmdSetup(_ context.Context, e *env, args []string) error {
 	fl := newFlags("collie setup", e)
 	project := fl.String("project", "", "write the project's settings in `DIR` instead of your own")
 	dryRun := fl.Bool("dry-run", false, "print the change and write nothing")
 	wait := fl.Duration("timeout", ask.SetupWait, "how long a question waits for your answer before the tool is denied")
+	noHook := fl.Bool("no-hook", false, "leave the hook out: tools run without asking your phone first")
+	noMCP := fl.Bool("no-mcp", false, "leave the MCP server out: the model cannot ask you a question itself")
 	pos, err := parseArgs(fl, args, 1, 1)
 	if err != nil {
 		return err
@@ -31,6 +34,9 @@ func cmdSetup(_ context.Context, e *env, args []string) error {
 	h := ask.HookClientNamed(pos[0])
 	if h == nil {
 		return usagef("collie setup knows claude, codex and gemini, not %q", pos[0])
+	}
+	if *noHook && *noMCP {
+		return usagef("--no-hook and --no-mcp leave nothing to set up: give one of them at most")
 	}
 	if *wait < 5*time.Second || *wait > time.Hour {
 		return usagef("--timeout %v: give 5s to 1h", *wait)
@@ -54,53 +60,125 @@ func cmdSetup(_ context.Context, e *env, args []string) error {
 			return hint.Errorf("give the project's folder", "--project %s is not a folder", *project)
 		}
 	}
-	return setupFile(e.stdout, h, h.SettingsPath(e.getenv, home, *project), collie, *wait, *dryRun, time.Now())
+	var edits []setupEdit
+	if !*noHook {
+		edits = append(edits, hookEdit(h, h.SettingsPath(e.getenv, home, *project), collie, *wait))
+	}
+	if !*noMCP {
+		edits = append(edits, mcpEdit(h, h.MCPPath(e.getenv, home, *project), collie))
+	}
+	return applySetup(e.stdout, h, edits, *dryRun, time.Now())
 }
 
-// setupFile merges the hook entry into the settings file at path: it
-// prints the change, backs the old file up as path.bak-TIME and writes
-// the new one whole (a temporary file renamed over it). A file it cannot
-// read as settings is left as it is, with an error.
+// setupEdit is one thing collie setup writes into one file.
+type setupEdit struct {
+	path  string
+	what  string // "collie's hook": what the file already has when nothing changes
+	merge func(old []byte, path string) ([]byte, bool, error)
+	done  func(w io.Writer) // what the user now has, once written
+}
+
+func hookEdit(h *ask.HookClient, path, collie string, wait time.Duration) setupEdit {
+	return setupEdit{path: path, what: "runs collie's hook",
+		merge: func(old []byte, path string) ([]byte, bool, error) { return h.MergeSettings(old, path, collie, wait) },
+		done: func(w io.Writer) {
+			fmt.Fprintf(w, "%s asks your phone before %s.\n", h.Label, gatedWhat(h))
+			fmt.Fprintf(w, "A question waits %s; no answer, or any failure of the hook, denies the tool.\n", wait)
+		}}
+}
+
+func mcpEdit(h *ask.HookClient, path, collie string) setupEdit {
+	return setupEdit{path: path, what: "has collie's MCP server",
+		merge: func(old []byte, _ string) ([]byte, bool, error) { return h.MergeMCP(old, collie) },
+		done: func(w io.Writer) {
+			fmt.Fprintf(w, "%s starts %q as its MCP server %q: the model can ask you a question on your phone (its tools ask_yes_no, ask_choice, ask_text, ask_form, notify).\n",
+				h.Label, collie+" "+strings.Join(ask.MCPArgs, " "), ask.MCPServerName)
+		}}
+}
+
+// setupFile merges the hook entry into the settings file at path (see
+// applySetup).
 func setupFile(w io.Writer, h *ask.HookClient, path, collie string, wait time.Duration, dryRun bool, now time.Time) error {
-	// Write through a link (a dotfiles folder) to its target.
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		path = real
+	return applySetup(w, h, []setupEdit{hookEdit(h, path, collie, wait)}, dryRun, now)
+}
+
+// setupMCPFile merges collie's MCP server into the file at path.
+func setupMCPFile(w io.Writer, h *ask.HookClient, path, collie string, dryRun bool, now time.Time) error {
+	return applySetup(w, h, []setupEdit{mcpEdit(h, path, collie)}, dryRun, now)
+}
+
+// applySetup makes the edits, file by file: the edits of one file (Gemini
+// CLI's hook and MCP server share settings.json) merge into one change.
+// Before a file is written, every file's change is merged, so a file it
+// cannot read leaves every file as it was, with an error.
+func applySetup(w io.Writer, h *ask.HookClient, edits []setupEdit, dryRun bool, now time.Time) error {
+	type change struct {
+		path          string
+		old, updated  []byte
+		existed       bool
+		changed, kept []setupEdit
 	}
-	old, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("reading %s: %w", path, err)
-	}
-	existed := err == nil
-	updated, changed, err := h.MergeSettings(old, path, collie, wait)
-	if errors.Is(err, ask.ErrSettings) {
-		return hint.Errorf("fix the file (or move it away) and run collie setup "+h.Name+" again; nothing was written",
-			"%s is not %s settings collie can change: %v", path, h.Label, err)
-	}
-	if err != nil {
-		return fmt.Errorf("merging the hook into %s: %w", path, err)
-	}
-	if !changed {
-		fmt.Fprintf(w, "%s already runs collie's hook in %s; nothing to change.\n", h.Label, path)
-		return nil
-	}
-	fmt.Fprintf(w, "--- %s\n+++ %s\n", path, path)
-	fmt.Fprint(w, lineDiff(string(old), string(updated)))
-	if dryRun {
-		fmt.Fprintln(w, "Dry run: nothing was written.")
-		return nil
-	}
-	if existed {
-		backup := path + ".bak-" + now.UTC().Format("20060102T150405Z")
-		if err := atomicfile.Write(backup, old); err != nil {
-			return fmt.Errorf("backing up %s: %w", path, err)
+	var changes []*change
+	byPath := map[string]*change{}
+	for _, ed := range edits {
+		path := ed.path
+		// Write through a link (a dotfiles folder) to its target.
+		if real, err := filepath.EvalSymlinks(path); err == nil {
+			path = real
 		}
-		fmt.Fprintf(w, "Backed up the old file as %s.\n", backup)
+		c := byPath[path]
+		if c == nil {
+			old, err := os.ReadFile(path)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("reading %s: %w", path, err)
+			}
+			c = &change{path: path, old: old, updated: old, existed: err == nil}
+			byPath[path] = c
+			changes = append(changes, c)
+		}
+		updated, changed, err := ed.merge(c.updated, path)
+		if errors.Is(err, ask.ErrSettings) {
+			return hint.Errorf("fix the file (or move it away) and run collie setup "+h.Name+" again; nothing was written",
+				"%s is not %s settings collie can change: %v", path, h.Label, err)
+		}
+		if err != nil {
+			return fmt.Errorf("changing %s: %w", path, err)
+		}
+		if changed {
+			c.updated = updated
+			c.changed = append(c.changed, ed)
+		} else {
+			c.kept = append(c.kept, ed)
+		}
 	}
-	if err := atomicfile.Write(path, updated); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+	for _, c := range changes {
+		for _, ed := range c.kept {
+			fmt.Fprintf(w, "%s already %s in %s; nothing to change.\n", h.Label, ed.what, c.path)
+		}
+		if len(c.changed) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "--- %s\n+++ %s\n", c.path, c.path)
+		fmt.Fprint(w, lineDiff(string(c.old), string(c.updated)))
+		if dryRun {
+			fmt.Fprintln(w, "Dry run: nothing was written.")
+			continue
+		}
+		if c.existed {
+			backup := c.path + ".bak-" + now.UTC().Format("20060102T150405Z")
+			if err := atomicfile.Write(backup, c.old); err != nil {
+				return fmt.Errorf("backing up %s: %w", c.path, err)
+			}
+			fmt.Fprintf(w, "Backed up the old file as %s.\n", backup)
+		}
+		if err := atomicfile.Write(c.path, c.updated); err != nil {
+			return fmt.Errorf("writing %s: %w", c.path, err)
+		}
+		fmt.Fprintf(w, "Wrote %s.\n", c.path)
+		for _, ed := range c.changed {
+			ed.done(w)
+		}
 	}
-	fmt.Fprintf(w, "Wrote %s: %s asks your phone before %s.\n", path, h.Label, gatedWhat(h))
-	fmt.Fprintf(w, "A question waits %s; no answer, or any failure of the hook, denies the tool.\n", wait)
 	return nil
 }
 

@@ -206,10 +206,11 @@ func (a *userAgent) answer(t *testing.T, q wire.Question, conv, opt, reason stri
 	}
 }
 
-// setup runs `collie setup CLIENT --timeout WAIT` as the user.
+// setup runs `collie setup CLIENT --no-mcp --timeout WAIT` as the user:
+// the hook alone, what these tests are about.
 func setup(t *testing.T, s *Sandbox, collie, client string, wait time.Duration) {
 	t.Helper()
-	res, err := s.Run(context.Background(), 30*time.Second, nil, nil, collie, "setup", client, "--timeout", wait.String())
+	res, err := s.Run(context.Background(), 30*time.Second, nil, nil, collie, "setup", client, "--no-mcp", "--timeout", wait.String())
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("collie setup %s: %v %v", client, err, res)
 	}

@@ -36,6 +36,9 @@ type HookClient struct {
 	// that lets the tool run when its hook dies: the shell turns any
 	// failure of collie (not found, killed) into the blocking status.
 	OrBlock string
+	// MCP is where the client keeps its MCP servers (mcpconfig.go):
+	// collie setup adds collie mcp there, collie doctor checks it.
+	MCP *MCPFormat
 }
 
 // The adapter's deadlines. The question times out after the wait (the
@@ -117,6 +120,7 @@ var claudeHook = &HookClient{
 		return 0
 	},
 	Settings: claudeSettings,
+	MCP:      claudeMCP,
 }
 
 // Codex CLI 0.169: a PreToolUse hook can only block (exit status 2, the
@@ -133,6 +137,7 @@ var codexHook = &HookClient{
 	ClientDefault: 600 * time.Second,
 	OrBlock:       " || exit 2",
 	Settings:      codexSettings,
+	MCP:           codexMCP,
 	Print: func(stdout, stderr io.Writer, event string, allow bool, reason string) int {
 		if event == "PermissionRequest" {
 			d := map[string]any{"behavior": "allow"}
@@ -171,6 +176,7 @@ var geminiHook = &HookClient{
 		return 2
 	},
 	Settings: geminiSettings,
+	MCP:      geminiMCP,
 }
 
 func decisionWord(allow bool) string {

@@ -108,6 +108,9 @@ func decideHook(ctx context.Context, e Env, h *HookClient, path string, pathErr 
 			h.Name, strings.Join(h.Events, " and "), in.HookEventName, h.Label, h.Name))
 	}
 	event <- in.HookEventName
+	if h.isCollieMCPTool(in.ToolName) {
+		return hookVerdict{allow: true, reason: "collie's own MCP tool asks the user itself"}
+	}
 	if pathErr != nil {
 		return deny("Collie could not find the agent to ask (" + pathErr.Error() + "); denied by default")
 	}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -68,18 +69,64 @@ func checkCodingAgents(_ context.Context, e *Env) []Row {
 			}
 			entries = append(entries, found...)
 		}
-		if lookErr != nil && len(where) == 0 {
+		mcpRow, mcpWhere := c.mcpRow(h)
+		if lookErr != nil && len(where) == 0 && len(mcpWhere) == 0 {
 			continue // neither installed nor configured
 		}
 		for _, r := range bad {
 			rows = append(rows, r.about(h.Label))
 		}
-		if len(bad) > 0 {
-			continue
+		if len(bad) == 0 {
+			rows = append(rows, c.hookRow(h, entries, where).about(h.Label))
 		}
-		rows = append(rows, c.hookRow(h, entries, where).about(h.Label))
+		rows = append(rows, mcpRow.about(h.Label+" MCP server"))
 	}
 	return rows
+}
+
+// mcpRow judges collie's MCP server entries of one client, and returns
+// the files that exist among those the client reads its servers from.
+func (c *Clients) mcpRow(h *ask.HookClient) (Row, []string) {
+	setup := "collie setup " + h.Name + " --no-hook"
+	var files, where []string
+	if c.Home != "" {
+		files = append(files, h.MCPPath(c.Getenv, c.Home, ""))
+	}
+	if c.Project != "" && c.Project != c.Home {
+		files = append(files, h.MCPPath(c.Getenv, "", c.Project))
+	}
+	var found []string
+	for _, path := range files {
+		data, err := c.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		where = append(where, path)
+		if err != nil {
+			return warn("check the file's owner and mode", "cannot read %s: %v", path, err), where
+		}
+		e, err := h.FindMCP(data)
+		if err != nil && slices.Contains(c.settingsFiles(h), path) {
+			continue // the hook's row says what is wrong with the file
+		}
+		if err != nil {
+			return warn("fix the file, then "+setup, "%s: %v", path, err), where
+		}
+		if e == nil {
+			continue
+		}
+		if !filepath.IsAbs(e.Command) || !c.Executable(e.Command) {
+			return warn(setup, "%s starts collie's MCP server as %s (in %s), which cannot be run here: the model cannot ask you anything", h.Label, e.Command, path), where
+		}
+		if !e.Right() {
+			return warn(setup, "collie's MCP server in %s runs %s %s, not %s %s", path, e.Command, strings.Join(e.Args, " "), e.Command, strings.Join(ask.MCPArgs, " ")), where
+		}
+		found = append(found, path)
+	}
+	if len(found) == 0 {
+		return ok("collie's MCP server is not set up for %s (optional: the model could ask you a question itself; %s adds it)", h.Label, setup), where
+	}
+	return ok("collie's MCP server is in %s: %s can ask you a question itself", strings.Join(found, " and "), h.Label), where
 }
 
 func (c *Clients) settingsFiles(h *ask.HookClient) []string {

@@ -78,6 +78,98 @@ func TestCodingAgents_D1(t *testing.T) {
 			got := map[string]Status{}
 			all := ""
 			for _, r := range rows {
+				if strings.HasSuffix(r.Subject, " MCP server") {
+					continue // TestCodingAgentsMCP_D1
+				}
+				got[r.Subject] = r.Status
+				all += r.Message + "\n"
+				if r.Status != OK && r.Fix == "" {
+					t.Errorf("row %+v has no fix", r)
+				}
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("rows %+v, want %v", rows, tc.want)
+			}
+			for k, v := range tc.want {
+				if got[k] != v {
+					t.Fatalf("rows %+v, want %v", rows, tc.want)
+				}
+			}
+			if !strings.Contains(all, tc.wantMsg) {
+				t.Fatalf("messages %q lack %q", all, tc.wantMsg)
+			}
+		})
+	}
+}
+
+// TestCodingAgentsMCP_D1: beside the hook's row, each installed or
+// configured coding agent has a row for collie's MCP server: there and
+// running a collie that exists, missing (optional, so not a warning),
+// pointing at a collie that is gone, or running something else.
+func TestCodingAgentsMCP_D1(t *testing.T) {
+	const collie = "/usr/bin/collie"
+	claude := ask.HookClientNamed("claude")
+	codex := ask.HookClientNamed("codex")
+	mcp := func(h *ask.HookClient, old string) string {
+		b, _, err := h.MergeMCP([]byte(old), collie)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	for _, tc := range []struct {
+		name      string
+		installed []string
+		files     map[string]string // under /home/u; p/ is the project
+		runnable  bool
+		want      map[string]Status // subject: status
+		wantMsg   string
+	}{
+		{name: "nothing installed", want: map[string]Status{}},
+		{name: "claude without server", installed: []string{"claude"}, want: map[string]Status{"Claude Code MCP server": OK}, wantMsg: "not set up for Claude Code"},
+		{name: "claude user server", runnable: true, files: map[string]string{".claude.json": mcp(claude, `{"numStartups": 3}`)},
+			want: map[string]Status{"Claude Code MCP server": OK}, wantMsg: "collie's MCP server is in /home/u/.claude.json"},
+		{name: "claude project server", runnable: true, installed: []string{"claude"}, files: map[string]string{"p/.mcp.json": mcp(claude, "")},
+			want: map[string]Status{"Claude Code MCP server": OK}, wantMsg: "in /home/u/p/.mcp.json"},
+		{name: "claude collie gone", runnable: false, files: map[string]string{".claude.json": mcp(claude, "")},
+			want: map[string]Status{"Claude Code MCP server": Warn}, wantMsg: "/usr/bin/collie (in /home/u/.claude.json), which cannot be run here"},
+		{name: "claude relative collie", runnable: true, files: map[string]string{".claude.json": `{"mcpServers": {"collie": {"command": "collie", "args": ["mcp"]}}}`},
+			want: map[string]Status{"Claude Code MCP server": Warn}, wantMsg: "cannot be run here"},
+		{name: "claude wrong args", runnable: true, files: map[string]string{".claude.json": `{"mcpServers": {"collie": {"command": "/usr/bin/collie", "args": ["ask"]}}}`},
+			want: map[string]Status{"Claude Code MCP server": Warn}, wantMsg: "runs /usr/bin/collie ask, not /usr/bin/collie mcp"},
+		{name: "claude broken .claude.json", installed: []string{"claude"}, files: map[string]string{".claude.json": `{`},
+			want: map[string]Status{"Claude Code MCP server": Warn}, wantMsg: "/home/u/.claude.json: settings file: not JSON"},
+		{name: "codex server", runnable: true, files: map[string]string{".codex/config.toml": mcp(codex, "model = \"o3\"\n")},
+			want: map[string]Status{"Codex MCP server": OK}, wantMsg: "Codex can ask you a question itself"},
+		{name: "gemini broken settings said once", files: map[string]string{".gemini/settings.json": `{`},
+			want: map[string]Status{"Gemini CLI MCP server": OK}, wantMsg: "not set up for Gemini CLI"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Clients{Home: "/home/u", Project: "/home/u/p", Getenv: func(string) string { return "" },
+				LookPath: func(f string) (string, error) {
+					for _, i := range tc.installed {
+						if i == f {
+							return "/usr/bin/" + f, nil
+						}
+					}
+					return "", fs.ErrNotExist
+				},
+				ReadFile: func(name string) ([]byte, error) {
+					rel, _ := filepath.Rel("/home/u", name)
+					if s, ok := tc.files[rel]; ok {
+						return []byte(s), nil
+					}
+					return nil, fs.ErrNotExist
+				},
+				Executable: func(string) bool { return tc.runnable },
+			}
+			rows := checkCodingAgents(context.Background(), &Env{Clients: c})
+			got := map[string]Status{}
+			all := ""
+			for _, r := range rows {
+				if !strings.HasSuffix(r.Subject, " MCP server") {
+					continue
+				}
 				got[r.Subject] = r.Status
 				all += r.Message + "\n"
 				if r.Status != OK && r.Fix == "" {

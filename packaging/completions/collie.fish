@@ -57,6 +57,8 @@ complete -c collie -n '__fish_seen_subcommand_from ask' -l hook -x -a 'claude co
 complete -c collie -n '__fish_seen_subcommand_from setup' -a 'claude codex gemini' -d 'Coding agent'
 complete -c collie -n '__fish_seen_subcommand_from setup' -l project -r -a '(__fish_complete_directories)' -d 'Write the project settings in this folder'
 complete -c collie -n '__fish_seen_subcommand_from setup' -l dry-run -d 'Print the change and write nothing'
+complete -c collie -n '__fish_seen_subcommand_from setup' -l no-hook -d 'Leave the hook out'
+complete -c collie -n '__fish_seen_subcommand_from setup' -l no-mcp -d 'Leave the MCP server out'
 complete -c collie -n '__fish_seen_subcommand_from setup' -l timeout -x -d 'How long a question waits'
 complete -c collie -n '__fish_seen_subcommand_from mcp' -l agent -x -d 'Ask through collie-agent@NAME'
 complete -c collie -n '__fish_seen_subcommand_from mcp' -l socket -r -F -d 'Ask through the agent listening here'
