@@ -33,7 +33,7 @@ func commands() []command {
 		{"show", []string{"[--json]"}, "show what the bridge holds: conversations, items, open questions", cmdShow},
 		{"ask", []string{"KIND [OPTIONS] TITLE"}, "ask the user through a durable agent and wait for the answer (collie ask --help)", cmdAsk},
 		{"run", []string{"[--name NAME] [--no-systemd] [--sandbox] -- COMMAND [ARGS...]"}, "run a command (a coding agent) as the child of a durable agent of its own, so its tools cannot answer its questions", cmdRun},
-		{"setup", []string{"claude|codex|gemini [--project DIR] [--no-hook | --no-mcp] [--dry-run] [--timeout DURATION]"}, "make a coding agent ask your phone before its tools run (its hook, fail-closed) and let its model ask you (collie mcp)", cmdSetup},
+		{"setup", []string{"claude|codex|gemini|opencode [--project DIR] [--no-hook | --no-mcp] [--dry-run] [--timeout DURATION]"}, "make a coding agent ask your phone before its tools run (its hook, fail-closed) and let its model ask you (collie mcp)", cmdSetup},
 		{"mcp", []string{"[--agent NAME | --socket PATH] [--timeout DURATION]"}, "an MCP server on stdio: any MCP client asks the user through a durable agent", cmdMCP},
 		{"pair", []string{"[--json] [--no-qr] [--local]"}, "pair a phone or browser: a single-use URL, QR code and check code", cmdPair},
 		{"devices", []string{"[--json]"}, "list paired devices", cmdDevices},

@@ -20,6 +20,7 @@ import (
 // (the adapter of collie ask --hook CLIENT, row of ask.HookClients) and
 // collie mcp as an MCP server (the row's MCP) into the client's config,
 // keeping everything else there. --no-hook or --no-mcp leaves one out.
+// A client without a command hook (OpenCode) gets only collie mcp.
 func cmdSetup(_ context.Context, e *env, args []string) error {
 	fl := newFlags("collie setup", e)
 	project := fl.String("project", "", "write the project's settings in `DIR` instead of your own")
@@ -33,7 +34,10 @@ func cmdSetup(_ context.Context, e *env, args []string) error {
 	}
 	h := ask.HookClientNamed(pos[0])
 	if h == nil {
-		return usagef("collie setup knows claude, codex and gemini, not %q", pos[0])
+		return usagef("collie setup knows claude, codex, gemini and opencode, not %q", pos[0])
+	}
+	if !h.HasHook() && *noMCP {
+		return usagef("%s has no command hook, so with --no-mcp there is nothing to set up: leave --no-mcp out", h.Label)
 	}
 	if *noHook && *noMCP {
 		return usagef("--no-hook and --no-mcp leave nothing to set up: give one of them at most")
@@ -61,7 +65,7 @@ func cmdSetup(_ context.Context, e *env, args []string) error {
 		}
 	}
 	var edits []setupEdit
-	if !*noHook {
+	if !*noHook && h.HasHook() {
 		edits = append(edits, hookEdit(h, h.SettingsPath(e.getenv, home, *project), collie, *wait))
 	}
 	if !*noMCP {

@@ -27,7 +27,8 @@ type HookClient struct {
 	// gives none: the adapter's default wait fits inside it.
 	ClientDefault time.Duration
 	// Print writes the decision the client reads for event, and returns
-	// the exit status the client treats as that decision.
+	// the exit status the client treats as that decision; nil for a
+	// client with no command hook (HasHook), whose row has only MCP.
 	Print func(stdout, stderr io.Writer, event string, allow bool, reason string) int
 	// Settings is the client's config file and how our entry merges into
 	// it (settings.go); nil when collie setup cannot write it yet.
@@ -69,10 +70,15 @@ func (h *HookClient) DefaultWait() time.Duration {
 	return h.ClientDefault - hookGrace - hookMargin
 }
 
-// HookClients is the table of adapters, one row per client.
+// HookClients is the table of adapters, one row per client. A row
+// without a hook (OpenCode) has only its MCP part.
 func HookClients() []*HookClient {
-	return []*HookClient{claudeHook, codexHook, geminiHook}
+	return []*HookClient{claudeHook, codexHook, geminiHook, opencodeClient}
 }
+
+// HasHook reports whether the client has a command hook collie ask
+// --hook answers and collie setup writes.
+func (h *HookClient) HasHook() bool { return h.Print != nil && h.Settings != nil }
 
 // HookClientNamed returns the row called name, or nil.
 func HookClientNamed(name string) *HookClient {
@@ -87,7 +93,9 @@ func HookClientNamed(name string) *HookClient {
 func hookNames() string {
 	var names []string
 	for _, h := range HookClients() {
-		names = append(names, h.Name)
+		if h.HasHook() {
+			names = append(names, h.Name)
+		}
 	}
 	return strings.Join(names, ", ")
 }
@@ -177,6 +185,14 @@ var geminiHook = &HookClient{
 	},
 	Settings: geminiSettings,
 	MCP:      geminiMCP,
+}
+
+// OpenCode 1.18 has no command hook: its permission prompts are its own
+// (answered over opencode serve), so collie setup writes only collie mcp
+// into its config.
+var opencodeClient = &HookClient{
+	Name: "opencode", Label: "OpenCode",
+	MCP: opencodeMCP,
 }
 
 func decisionWord(allow bool) string {

@@ -66,7 +66,7 @@ func decisionOf(t *testing.T, h *HookClient, r askResult) (allow bool, reason st
 // allow for a yes and its deny (with the reason) for a no.
 func TestHookAdapters_D1(t *testing.T) {
 	a := startAgent(t, board.Options{})
-	for _, h := range HookClients() {
+	for _, h := range hookRows() {
 		t.Run(h.Name, func(t *testing.T) {
 			for _, opt := range []string{"yes", "no"} {
 				ch := runAsk(a, hookInput(h, "toolu_"+opt), "--hook", h.Name, "--timeout", "20s")
@@ -111,7 +111,7 @@ func TestHookAdapters_FailClosed_D1(t *testing.T) {
 		t.Fatal(err)
 	}
 	const waitFor = time.Second
-	for _, h := range HookClients() {
+	for _, h := range hookRows() {
 		for _, tc := range []struct {
 			name       string
 			socket     string
@@ -164,7 +164,7 @@ func openPipe(t *testing.T) func() *os.File {
 // before the client's default hook timeout with the margin, and what
 // setup writes leaves the margin too.
 func TestHookTimeouts_D1(t *testing.T) {
-	for _, h := range HookClients() {
+	for _, h := range hookRows() {
 		if d := HookDeadline(h.DefaultWait()); d+hookMargin > h.ClientDefault || h.DefaultWait() < 10*time.Second {
 			t.Errorf("%s: default wait %v, deadline %v, client default %v", h.Name, h.DefaultWait(), d, h.ClientDefault)
 		}
@@ -178,7 +178,7 @@ func TestHookTimeouts_D1(t *testing.T) {
 // (a restart that does not come back in time): the adapter keeps trying
 // its socket, and still prints its deny by its deadline.
 func TestHookAdapters_AgentGoneAfterAsking_D1(t *testing.T) {
-	for _, h := range HookClients() {
+	for _, h := range hookRows() {
 		t.Run(h.Name, func(t *testing.T) {
 			dir, err := os.MkdirTemp("", "gone-")
 			if err != nil {
@@ -220,4 +220,15 @@ func TestHookAdapters_AgentGoneAfterAsking_D1(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hookRows are the table's rows that have a hook.
+func hookRows() []*HookClient {
+	var rows []*HookClient
+	for _, h := range HookClients() {
+		if h.HasHook() {
+			rows = append(rows, h)
+		}
+	}
+	return rows
 }

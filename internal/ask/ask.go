@@ -177,6 +177,9 @@ func Run(ctx context.Context, args []string, e Env) error {
 		if h == nil {
 			return usageErr("--hook %q is not known; the adapters are: %s", hk, hookNames())
 		}
+		if !h.HasHook() {
+			return usageErr("--hook %s: %s has no command hook to answer; give it collie's tools with collie setup %s (collie mcp), or run it under collie run", hk, h.Label, hk)
+		}
 		if yesNo || line || len(choices) > 0 || len(fields) > 0 || title != "" || len(rest) > 0 {
 			return usageErr("--hook %s takes the question from stdin; give no kind or title", hk)
 		}

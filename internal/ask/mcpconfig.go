@@ -32,11 +32,17 @@ type MCPFormat struct {
 	// HomeEnv names the variable that moves the user's file's folder
 	// (Codex's CODEX_HOME); UserFile's base name is then under it.
 	HomeEnv string
+	// HomeEnvFile is the file's path under the HomeEnv folder; "" is
+	// UserFile's base name.
+	HomeEnvFile string
 	// Key is the JSON object of servers ("mcpServers"); "" is Codex's
 	// TOML [mcp_servers.NAME] tables.
 	Key string
 	// Type is the entry's "type" where the client writes one itself.
 	Type string
+	// CommandArray is OpenCode's entry: "command" is collie and its
+	// arguments in one array (no "args"), with "enabled": true.
+	CommandArray bool
 	// ToolPrefix is what the client puts before an MCP tool's name for
 	// collie's server in its hook input.
 	ToolPrefix string
@@ -54,6 +60,11 @@ var geminiMCP = &MCPFormat{UserFile: ".gemini/settings.json", ProjectFile: ".gem
 // Codex CLI keeps them in config.toml as [mcp_servers.NAME] tables.
 var codexMCP = &MCPFormat{UserFile: ".codex/config.toml", ProjectFile: ".codex/config.toml", HomeEnv: "CODEX_HOME",
 	ToolPrefix: "mcp__" + MCPServerName + "__"}
+
+// OpenCode keeps them under "mcp" in opencode.json: the user's in
+// $XDG_CONFIG_HOME/opencode (~/.config/opencode), a project's at its top.
+var opencodeMCP = &MCPFormat{UserFile: ".config/opencode/opencode.json", ProjectFile: "opencode.json",
+	HomeEnv: "XDG_CONFIG_HOME", HomeEnvFile: "opencode/opencode.json", Key: "mcp", Type: "local", CommandArray: true}
 
 // isCollieMCPTool reports whether the hook's tool is one of collie mcp's
 // own, as the client names it.
@@ -74,6 +85,9 @@ func (h *HookClient) MCPPath(getenv func(string) string, home, project string) s
 	}
 	if m.HomeEnv != "" && getenv != nil {
 		if d := getenv(m.HomeEnv); d != "" {
+			if m.HomeEnvFile != "" {
+				return filepath.Join(d, m.HomeEnvFile)
+			}
 			return filepath.Join(d, filepath.Base(m.UserFile))
 		}
 	}
@@ -116,6 +130,18 @@ func (h *HookClient) FindMCP(data []byte) (*MCPEntry, error) {
 	if raw == nil {
 		return nil, nil
 	}
+	if h.MCP.CommandArray {
+		var e struct {
+			Command []string `json:"command"`
+		}
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return nil, fmt.Errorf("%w: %q.%q: %v", ErrSettings, h.MCP.Key, MCPServerName, err)
+		}
+		if len(e.Command) == 0 {
+			return &MCPEntry{}, nil
+		}
+		return &MCPEntry{Command: e.Command[0], Args: e.Command[1:]}, nil
+	}
 	var e struct {
 		Command string   `json:"command"`
 		Args    []string `json:"args"`
@@ -153,8 +179,13 @@ func (h *HookClient) MergeMCP(old []byte, collie string) ([]byte, bool, error) {
 	if h.MCP.Type != "" {
 		entry.setJSON("type", h.MCP.Type)
 	}
-	entry.setJSON("command", collie)
-	entry.setJSON("args", MCPArgs)
+	if h.MCP.CommandArray {
+		entry.setJSON("command", append([]string{collie}, MCPArgs...))
+		entry.setJSON("enabled", true)
+	} else {
+		entry.setJSON("command", collie)
+		entry.setJSON("args", MCPArgs)
+	}
 	if servers.get(MCPServerName) != nil && sameJSON(before, entry.marshal()) {
 		return old, false, nil
 	}

@@ -38,8 +38,8 @@ func ClientsFromSystem(getenv func(string) string, lookPath func(string) (string
 }
 
 // checkCodingAgents makes a row per coding agent that is installed (its
-// command on the PATH) or configured (its settings exist): whether the
-// hook is there, fails closed, has timeouts that let collie's deny come
+// command on the PATH) or configured (its settings exist): for a client
+// with a hook (not OpenCode), whether the hook is there, fails closed, has timeouts that let collie's deny come
 // first, and is trusted where the client asks for trust.
 func checkCodingAgents(_ context.Context, e *Env) []Row {
 	c := e.Clients
@@ -76,7 +76,7 @@ func checkCodingAgents(_ context.Context, e *Env) []Row {
 		for _, r := range bad {
 			rows = append(rows, r.about(h.Label))
 		}
-		if len(bad) == 0 {
+		if len(bad) == 0 && h.HasHook() {
 			rows = append(rows, c.hookRow(h, entries, where).about(h.Label))
 		}
 		rows = append(rows, mcpRow.about(h.Label+" MCP server"))
@@ -87,7 +87,10 @@ func checkCodingAgents(_ context.Context, e *Env) []Row {
 // mcpRow judges collie's MCP server entries of one client, and returns
 // the files that exist among those the client reads its servers from.
 func (c *Clients) mcpRow(h *ask.HookClient) (Row, []string) {
-	setup := "collie setup " + h.Name + " --no-hook"
+	setup := "collie setup " + h.Name
+	if h.HasHook() {
+		setup += " --no-hook"
+	}
 	var files, where []string
 	if c.Home != "" {
 		files = append(files, h.MCPPath(c.Getenv, c.Home, ""))
@@ -131,6 +134,9 @@ func (c *Clients) mcpRow(h *ask.HookClient) (Row, []string) {
 
 func (c *Clients) settingsFiles(h *ask.HookClient) []string {
 	var files []string
+	if !h.HasHook() {
+		return nil // a client with MCP only (OpenCode)
+	}
 	if c.Home != "" {
 		files = append(files, h.SettingsPath(c.Getenv, c.Home, ""))
 	}

@@ -49,6 +49,8 @@ func TestCodingAgents_D1(t *testing.T) {
 		{name: "gemini set up, broken claude", runnable: true,
 			files: map[string]string{".gemini/settings.json": merged(gemini, ask.SetupWait), ".claude/settings.json": "{"},
 			want:  map[string]Status{"Gemini CLI": OK, "Claude Code": Fail}, wantMsg: "outlives its timeout"},
+		// OpenCode has no command hook: no hook row, so no "hook missing" warning.
+		{name: "opencode has no hook row", installed: []string{"opencode"}, want: map[string]Status{}},
 		{name: "codex without hook", installed: []string{"codex"}, want: map[string]Status{"Codex": Warn}, wantMsg: "Codex is installed without"},
 		{name: "codex set up", runnable: true, files: map[string]string{".codex/config.toml": merged(codex, ask.SetupWait)},
 			want: map[string]Status{"Codex": OK}, wantMsg: "Codex's own timeout is 2m15s"},
@@ -110,6 +112,7 @@ func TestCodingAgentsMCP_D1(t *testing.T) {
 	const collie = "/usr/bin/collie"
 	claude := ask.HookClientNamed("claude")
 	codex := ask.HookClientNamed("codex")
+	opencode := ask.HookClientNamed("opencode")
 	mcp := func(h *ask.HookClient, old string) string {
 		b, _, err := h.MergeMCP([]byte(old), collie)
 		if err != nil {
@@ -141,6 +144,15 @@ func TestCodingAgentsMCP_D1(t *testing.T) {
 			want: map[string]Status{"Claude Code MCP server": Warn}, wantMsg: "/home/u/.claude.json: settings file: not JSON"},
 		{name: "codex server", runnable: true, files: map[string]string{".codex/config.toml": mcp(codex, "model = \"o3\"\n")},
 			want: map[string]Status{"Codex MCP server": OK}, wantMsg: "Codex can ask you a question itself"},
+		{name: "opencode without server", installed: []string{"opencode"}, want: map[string]Status{"OpenCode MCP server": OK}, wantMsg: "collie setup opencode adds it"},
+		{name: "opencode user server", runnable: true, files: map[string]string{".config/opencode/opencode.json": mcp(opencode, `{"$schema": "https://opencode.ai/config.json"}`)},
+			want: map[string]Status{"OpenCode MCP server": OK}, wantMsg: "in /home/u/.config/opencode/opencode.json: OpenCode can ask you"},
+		{name: "opencode project server", runnable: true, files: map[string]string{"p/opencode.json": mcp(opencode, "")},
+			want: map[string]Status{"OpenCode MCP server": OK}, wantMsg: "in /home/u/p/opencode.json"},
+		{name: "opencode wrong command", runnable: true, files: map[string]string{"p/opencode.json": `{"mcp": {"collie": {"type": "local", "command": ["/usr/bin/collie", "ask"]}}}`},
+			want: map[string]Status{"OpenCode MCP server": Warn}, wantMsg: "runs /usr/bin/collie ask, not /usr/bin/collie mcp"},
+		{name: "opencode broken config", installed: []string{"opencode"}, files: map[string]string{".config/opencode/opencode.json": `{`},
+			want: map[string]Status{"OpenCode MCP server": Warn}, wantMsg: "/home/u/.config/opencode/opencode.json: settings file"},
 		{name: "gemini broken settings said once", files: map[string]string{".gemini/settings.json": `{`},
 			want: map[string]Status{"Gemini CLI MCP server": OK}, wantMsg: "not set up for Gemini CLI"},
 	} {

@@ -112,7 +112,7 @@ _collie()
                     return
                     ;;
             esac
-            COMPREPLY=($(compgen -W "claude codex gemini --project --dry-run --timeout --no-hook --no-mcp" -- "$cur"))
+            COMPREPLY=($(compgen -W "claude codex gemini opencode --project --dry-run --timeout --no-hook --no-mcp" -- "$cur"))
             ;;
         mcp)
             case $prev in
