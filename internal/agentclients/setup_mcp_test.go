@@ -15,7 +15,8 @@ import (
 // TestSetupMCP_RealClients_D1: after `collie setup CLIENT`, each real
 // client lists collie's MCP server from the file setup wrote, running the
 // collie that wrote it with "mcp"; Claude Code, which checks each server
-// when it lists them, connects to it through the user's durable agent.
+// when it lists them, connects to it through the user's durable agent,
+// and so does OpenCode, which also checks the entry against its schema.
 func TestSetupMCP_RealClients_D1(t *testing.T) {
 	for _, tc := range []struct {
 		client Client
@@ -25,6 +26,8 @@ func TestSetupMCP_RealClients_D1(t *testing.T) {
 		{client: Claude, want: []string{"collie: COLLIE mcp - ✔ Connected"}},
 		{client: Gemini, env: []string{"GEMINI_CLI_TRUST_WORKSPACE=true"}, want: []string{"collie: COLLIE mcp (stdio)"}},
 		{client: Codex, want: []string{"collie", "COLLIE", "mcp", "enabled"}},
+		// OpenCode has no hook: setup writes only its "mcp" entry.
+		{client: OpenCode, env: []string{"OPENCODE_DISABLE_MODELS_FETCH=true", "OPENCODE_DISABLE_AUTOUPDATE=true"}, want: []string{"✓ collie", "connected", "COLLIE mcp"}},
 	} {
 		t.Run(string(tc.client), func(t *testing.T) {
 			cmd := Require(t, tc.client)
@@ -42,6 +45,7 @@ func TestSetupMCP_RealClients_D1(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := string(res.Stdout) + string(res.Stderr)
+			t.Logf("%s mcp list:\n%s", tc.client, out)
 			for _, w := range tc.want {
 				if w = strings.ReplaceAll(w, "COLLIE", collie); !strings.Contains(out, w) {
 					t.Fatalf("%s mcp list lacks %q:\n%s", tc.client, w, out)
