@@ -41,6 +41,7 @@ func TestDaemonRowSaysWhyItStopped_L4(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e, _ := healthy(t)
 			e.Daemon = fakeDaemon{err: control.ErrNotRunning}
+			e.Push = func(context.Context) (control.PushStatus, error) { return control.PushStatus{}, control.ErrNotRunning }
 			e.Systemd = func(context.Context) (Systemd, error) {
 				return fakeSystemd{"collie.service": {Load: "loaded", Active: "failed", Sub: "failed", FileState: "enabled"}}, nil
 			}
@@ -60,10 +61,13 @@ func TestDaemonRowSaysWhyItStopped_L4(t *testing.T) {
 				mtime = at.Add(time.Second)
 			}
 			os.Chtimes(e.Paths.ConfigFile(), mtime, mtime)
-			rows := run(t, e, "units", "daemon", "device-listener")
+			rows := run(t, e, "units", "daemon", "device-listener", "push", "config-reload")
 			var daemon, units, listener Row
+			var needDaemon []Row
 			for _, r := range rows {
 				switch {
+				case r.Check == "push" || r.Check == "config-reload":
+					needDaemon = append(needDaemon, r)
 				case r.Check == "daemon":
 					daemon = r
 				case r.Subject == "collie.service":
@@ -74,8 +78,13 @@ func TestDaemonRowSaysWhyItStopped_L4(t *testing.T) {
 			}
 			// A row that needs the running daemon points to the daemon row
 			// when it stopped on an error.
-			if tt.status == Fail && (listener.Status != Skip || !strings.HasPrefix(listener.Fix, "see the daemon row: ")) {
-				t.Errorf("device-listener row %+v; want a skip pointing to the daemon row", listener)
+			for _, r := range append(needDaemon, listener) {
+				if tt.status == Fail && (r.Status != Skip || !strings.HasPrefix(r.Fix, "see the daemon row: ")) {
+					t.Errorf("%s row %+v; want a skip pointing to the daemon row", r.Check, r)
+				}
+			}
+			if len(needDaemon) != 2 {
+				t.Errorf("push and config-reload rows: %+v", needDaemon)
 			}
 			if daemon.Status != tt.status || !strings.Contains(daemon.Message, tt.msg) || !strings.HasPrefix(daemon.Fix, tt.fix) {
 				t.Errorf("daemon row %+v; want %s, %q, fix %q", daemon, tt.status, tt.msg, tt.fix)

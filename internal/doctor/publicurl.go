@@ -56,12 +56,12 @@ func checkPublicURL(ctx context.Context, e *Env) []Row {
 		return []Row{warn(setIt, "%s is a loopback address: only this machine can open it", o)}
 	}
 	if e.Daemon == nil {
-		return []Row{skip("systemctl --user start collie.service", "the daemon is not running")}
+		return []Row{notRunning(e)}
 	}
 	cctx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()
 	if _, err := e.Daemon.Agents(cctx); errors.Is(err, control.ErrNotRunning) {
-		return []Row{skip("systemctl --user start collie.service", "the daemon is not running")}
+		return []Row{notRunning(e)}
 	} else if err != nil {
 		return []Row{skip("see the daemon row", "the daemon does not answer")}
 	}

@@ -37,17 +37,9 @@ func checkPush(ctx context.Context, e *Env) []Row {
 			return []Row{fail(edit, "ntfy: %v", err)}
 		}
 	}
-	if e.Push == nil {
-		return []Row{skip("systemctl --user start collie.service", "the daemon is not running")}
-	}
-	cctx, cancel := context.WithTimeout(ctx, askTimeout)
-	defer cancel()
-	st, err := e.Push(cctx)
-	switch {
-	case errors.Is(err, control.ErrNotRunning):
-		return []Row{skip("systemctl --user start collie.service", "the daemon is not running")}
-	case err != nil:
-		return []Row{skip("see the daemon row", "the daemon does not answer about pushes: %v", err)}
+	st, rows := pushStatus(ctx, e)
+	if rows != nil {
+		return rows
 	}
 	for _, off := range st.Off {
 		if strings.HasPrefix(off, "ntfy:") {
@@ -143,17 +135,10 @@ func checkReload(ctx context.Context, e *Env) []Row {
 	if e.PathsErr != nil {
 		return noPaths(e)
 	}
-	if e.Push == nil {
-		return []Row{skip("systemctl --user start collie.service", "the daemon is not running")}
-	}
-	cctx, cancel := context.WithTimeout(ctx, askTimeout)
-	defer cancel()
-	st, err := e.Push(cctx)
+	st, rows := pushStatus(ctx, e)
 	switch {
-	case errors.Is(err, control.ErrNotRunning):
-		return []Row{skip("systemctl --user start collie.service", "the daemon is not running")}
-	case err != nil:
-		return []Row{skip("see the daemon row", "the daemon does not answer: %v", err)}
+	case rows != nil:
+		return rows
 	case st.Config == nil:
 		return []Row{skip("", "the daemon reads no config.toml (collie demo)")}
 	}
@@ -173,4 +158,22 @@ func checkReload(ctx context.Context, e *Env) []Row {
 			"config.toml changed at %s, after the daemon read it at %s", fi.ModTime().Local().Format(time.DateTime), read)}
 	}
 	return []Row{ok("the daemon runs with config.toml as it is (read at %s)", read)}
+}
+
+// pushStatus asks the running daemon for its push status; without an
+// answer it returns the row that says why.
+func pushStatus(ctx context.Context, e *Env) (control.PushStatus, []Row) {
+	if e.Push == nil {
+		return control.PushStatus{}, []Row{notRunning(e)}
+	}
+	cctx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	st, err := e.Push(cctx)
+	switch {
+	case errors.Is(err, control.ErrNotRunning):
+		return st, []Row{notRunning(e)}
+	case err != nil:
+		return st, []Row{skip("see the daemon row", "the daemon does not answer about pushes: %v", err)}
+	}
+	return st, nil
 }
