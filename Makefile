@@ -5,7 +5,7 @@
 # Debian revision.
 VERSION := $(shell awk -F'[()]' 'NR==1 { split($$2, v, "-"); print v[1] }' debian/changelog)
 PKG     := github.com/collie-linux/collie
-LDFLAGS := -X $(PKG)/internal/version.version=$(VERSION)
+LDFLAGS := -X $(PKG)/internal/cli/version.version=$(VERSION)
 GO      ?= go
 # Where build puts the binaries, and extra flags for go build and the
 # linker (debian/rules sets them: -buildmode=pie, -B gobuildid).
@@ -44,18 +44,18 @@ run: build
 # alone too. TestLatencyToolCallToCard holds collie mcp's
 # tool call to card to its budget.
 ALONE := ^(TestHostileSnapshotKeepsPageResponsive_X6_D6|TestWebAppInChromium|TestCaddyInChromium_D6|TestNotificationsInChromium_D6|TestLatencyToolCallToCard)$$
-# go test runs through internal/testsummary: go test's own output (each
+# go test runs through internal/testkit/testsummary: go test's own output (each
 # package's ok or FAIL line, a failed test's log), its exit status, and at
 # the end the tests skipped in either run, by reason.
 TESTSUMMARY := bin/.testsummary
 test: deps lint cross
-	@$(GO) build -o $(TESTSUMMARY) ./internal/testsummary
+	@$(GO) build -o $(TESTSUMMARY) ./internal/testkit/testsummary
 	@skips=$$(mktemp); trap 'rm -f $$skips' EXIT; \
 	echo "$(GO) test -count=1 -skip '$(ALONE)' ./..."; \
 	$(TESTSUMMARY) -skips $$skips $(GO) test -count=1 -skip '$(ALONE)' ./...; st=$$?; \
 	if [ $$st -eq 0 ]; then \
-		echo "$(GO) test -p 1 -count=1 -run '$(ALONE)' -v ./internal/device ./internal/mcpserver"; \
-		$(TESTSUMMARY) -v -skips $$skips $(GO) test -p 1 -count=1 -run '$(ALONE)' -v ./internal/device ./internal/mcpserver; st=$$?; \
+		echo "$(GO) test -p 1 -count=1 -run '$(ALONE)' -v ./internal/bridge/device ./internal/agent/mcpserver"; \
+		$(TESTSUMMARY) -v -skips $$skips $(GO) test -p 1 -count=1 -run '$(ALONE)' -v ./internal/bridge/device ./internal/agent/mcpserver; st=$$?; \
 	fi; \
 	$(TESTSUMMARY) -report $$skips; exit $$st
 
@@ -106,7 +106,7 @@ fuzz:
 	[ $$found -eq 0 ]
 
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem ./internal/sanitize ./internal/wire ./internal/sockpath ./internal/upstream ./internal/callercheck ./internal/audit
+	$(GO) test -run='^$$' -bench=. -benchmem ./internal/protocol/sanitize ./internal/protocol/wire ./internal/linux/sockpath ./internal/bridge/upstream ./internal/agent/callercheck ./internal/bridge/audit
 	$(GO) test -run='^$$' -bench='^(BenchmarkQuestionLatency|BenchmarkLoadThousand)$$' -benchtime=1x -timeout=30m ./internal/bridge
 
 # The issue 11 figures alone, each a ratio measured side by side in one run
@@ -115,7 +115,7 @@ bench:
 # budget 1.5) and Block on 64 KiB of mixed text against the cleaner before
 # issue 11 (new_MB/s, legacy_MB/s, x_legacy). `make bench` prints them too.
 bench-ratios:
-	$(GO) test -run='^$$' -bench='^(BenchmarkSnapshotVsUnmarshal|BenchmarkMixedVsLegacy|BenchmarkKeptAliveVsBare|BenchmarkGuardVsPoll)$$' -benchtime=3s ./internal/wire ./internal/sanitize ./internal/upstream ./internal/push/guard
+	$(GO) test -run='^$$' -bench='^(BenchmarkSnapshotVsUnmarshal|BenchmarkMixedVsLegacy|BenchmarkKeptAliveVsBare|BenchmarkGuardVsPoll)$$' -benchtime=3s ./internal/protocol/wire ./internal/protocol/sanitize ./internal/bridge/upstream ./internal/bridge/push/guard
 
 # Man pages: Markdown sources in man/, roff generated and checked in.
 MD2MAN := $(GO) run github.com/cpuguy83/go-md2man/v2@v2.0.7

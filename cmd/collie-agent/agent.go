@@ -7,10 +7,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/collie-linux/collie/internal/durable"
-	"github.com/collie-linux/collie/internal/durable/board"
-	"github.com/collie-linux/collie/internal/runcmd"
-	"github.com/collie-linux/collie/internal/wire"
+	"github.com/collie-linux/collie/internal/agent/durable"
+	"github.com/collie-linux/collie/internal/agent/durable/board"
+	"github.com/collie-linux/collie/internal/agent/runcmd"
+	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
 // agent runs the belt buttons' and starters' commands as its descendants

@@ -19,13 +19,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/collie-linux/collie/internal/wire"
+	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
 // The agent runs as its own process here, built from this package. The
 // test process both starts it and writes to it, which the caller check
 // would refuse (the test is in the agent's cgroup), so these configs set
-// CallerCheck = "off"; internal/e2e runs the agent under systemd with the
+// CallerCheck = "off"; internal/suite/e2e runs the agent under systemd with the
 // check on.
 
 type liveAgent struct {

@@ -13,11 +13,11 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/collie-linux/collie/internal/agent/runcmd"
 	"github.com/collie-linux/collie/internal/cli"
-	"github.com/collie-linux/collie/internal/runcmd"
-	"github.com/collie-linux/collie/internal/sanitize"
-	"github.com/collie-linux/collie/internal/tomlstrict"
-	"github.com/collie-linux/collie/internal/wire"
+	"github.com/collie-linux/collie/internal/protocol/sanitize"
+	"github.com/collie-linux/collie/internal/protocol/tomlstrict"
+	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
 // Config is collie-agent's configuration file, TOML:

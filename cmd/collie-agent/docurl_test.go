@@ -10,9 +10,9 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/collie-linux/collie/internal/durable"
-	"github.com/collie-linux/collie/internal/upstream"
-	"github.com/collie-linux/collie/internal/wire"
+	"github.com/collie-linux/collie/internal/agent/durable"
+	"github.com/collie-linux/collie/internal/bridge/upstream"
+	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
 // TestDocsAttachURLsServed: every example of `collie durable attach NAME

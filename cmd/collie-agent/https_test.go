@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/collie-linux/collie/internal/durable"
-	"github.com/collie-linux/collie/internal/upstream"
-	"github.com/collie-linux/collie/internal/wire"
+	"github.com/collie-linux/collie/internal/agent/durable"
+	"github.com/collie-linux/collie/internal/bridge/upstream"
+	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
 const tok = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a6978"

@@ -21,17 +21,17 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/collie-linux/collie/internal/ask"
-	"github.com/collie-linux/collie/internal/callercheck"
+	"github.com/collie-linux/collie/internal/agent/ask"
+	"github.com/collie-linux/collie/internal/agent/callercheck"
+	"github.com/collie-linux/collie/internal/agent/durable"
+	"github.com/collie-linux/collie/internal/agent/durable/board"
+	"github.com/collie-linux/collie/internal/agent/durable/grants"
+	"github.com/collie-linux/collie/internal/agent/runcmd"
 	"github.com/collie-linux/collie/internal/cli"
-	"github.com/collie-linux/collie/internal/durable"
-	"github.com/collie-linux/collie/internal/durable/board"
-	"github.com/collie-linux/collie/internal/durable/grants"
-	"github.com/collie-linux/collie/internal/hint"
-	"github.com/collie-linux/collie/internal/runcmd"
-	"github.com/collie-linux/collie/internal/systemd/journald"
-	"github.com/collie-linux/collie/internal/version"
-	"github.com/collie-linux/collie/internal/wire"
+	"github.com/collie-linux/collie/internal/cli/hint"
+	"github.com/collie-linux/collie/internal/cli/version"
+	"github.com/collie-linux/collie/internal/linux/systemd/journald"
+	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
 // main is the one way out of collie-agent: every command returns an
@@ -42,7 +42,7 @@ func main() {
 
 // Exit statuses of collie-agent, the table in collie-agent(1) EXIT STATUS;
 // they mean what they mean in collie(1). collie-agent ask has those of
-// internal/ask besides (1 answered no, 3 timed out, 4 withdrawn, 5 could
+// internal/agent/ask besides (1 answered no, 3 timed out, 4 withdrawn, 5 could
 // not ask).
 const (
 	exitOK     = 0 // done: stopped by SIGTERM or SIGINT, a valid config, --help

@@ -6,10 +6,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/collie-linux/collie/internal/agentlogin"
-	"github.com/collie-linux/collie/internal/agentsession"
 	"github.com/collie-linux/collie/internal/cli"
-	"github.com/collie-linux/collie/internal/hint"
+	"github.com/collie-linux/collie/internal/cli/hint"
+	"github.com/collie-linux/collie/internal/login/loginclient"
+	"github.com/collie-linux/collie/internal/login/loginstore"
 )
 
 // agentCommands are the commands collie runs in an agent environment
@@ -24,15 +24,15 @@ var agentCommands = map[string]bool{"login": true, "logout": true, "whoami": tru
 // an incomplete agent environment runs nothing that authenticates (only
 // help, version and whoami, which says why).
 func (e *env) admit(name string) error {
-	e.admission = agentsession.Admit(e.getenv)
+	e.admission = loginstore.Admit(e.getenv)
 	switch e.admission.Kind {
-	case agentsession.Human:
+	case loginstore.Human:
 		return nil
-	case agentsession.Agent:
+	case loginstore.Agent:
 		markers := e.getenv
 		e.getenv = func(k string) string {
 			switch k {
-			case agentsession.MarkerTransportDir, agentsession.MarkerHome, agentsession.MarkerAgentID:
+			case loginstore.MarkerTransportDir, loginstore.MarkerHome, loginstore.MarkerAgentID:
 				return markers(k)
 			}
 			return ""
@@ -61,8 +61,8 @@ func failClosed(reason string) error {
 }
 
 // agentClient is the agent login client of an admitted agent.
-func (e *env) agentClient() *agentlogin.Client {
-	c := agentlogin.New(e.admission.Env)
+func (e *env) agentClient() *loginclient.Client {
+	c := loginclient.New(e.admission.Env)
 	c.Environ = os.Environ()
 	return c
 }
@@ -74,20 +74,20 @@ func cmdLogin(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if e.admission.Kind == agentsession.Human {
+	if e.admission.Kind == loginstore.Human {
 		return hint.New("collie login is for an AI agent on an agent platform, and no agent environment is set (SLOCK_CLI_TRANSPORT_DIR, SLOCK_HOME, SLOCK_AGENT_ID)",
 			"a person pairs a phone or browser with collie pair instead")
 	}
 	if *base == "" {
 		return usagef("give the bridge's address with --url https://HOST[:PORT]")
 	}
-	b, err := agentlogin.CheckBase(*base)
+	b, err := loginclient.CheckBase(*base)
 	if err != nil {
 		return &cli.UsageError{Err: err}
 	}
 	c := e.agentClient()
 	if *caFile != "" {
-		if c.CA, err = agentlogin.ReadCA(*caFile); err != nil {
+		if c.CA, err = loginclient.ReadCA(*caFile); err != nil {
 			return &cli.UsageError{Err: err}
 		}
 	}
@@ -96,7 +96,7 @@ func cmdLogin(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "logged in: agent %s, service %s, bridge %s\naccess token expires %s; refreshed automatically\n",
-		e.admission.Env.AgentID, agentlogin.Service, rec.APIBase, rec.AccessExpiresAt)
+		e.admission.Env.AgentID, loginclient.Service, rec.APIBase, rec.AccessExpiresAt)
 	return nil
 }
 
@@ -104,7 +104,7 @@ func cmdLogout(ctx context.Context, e *env, args []string) error {
 	if err := parse(newFlags("collie logout", e), args); err != nil {
 		return err
 	}
-	if e.admission.Kind == agentsession.Human {
+	if e.admission.Kind == loginstore.Human {
 		return hint.New("collie logout is for an AI agent on an agent platform, and no agent environment is set",
 			"a person cuts a device off with collie devices revoke ID")
 	}
@@ -144,20 +144,20 @@ func cmdWhoami(_ context.Context, e *env, args []string) error {
 	}
 	out := whoamiJSON{Kind: e.admission.Kind.String()}
 	switch e.admission.Kind {
-	case agentsession.Human:
+	case loginstore.Human:
 		if *asJSON {
 			return writeJSON(e.stdout, out)
 		}
 		fmt.Fprintln(e.stdout, "human: no agent environment is set; collie works with the bridge on this host (collie pair, collie show)")
 		return nil
-	case agentsession.FailClosed:
+	case loginstore.FailClosed:
 		return failClosed(e.admission.Reason)
 	}
-	rec, ok := agentsession.Read(e.admission.Env, agentlogin.Service)
+	rec, ok := loginstore.Read(e.admission.Env, loginclient.Service)
 	if !ok {
 		return hint.New("agent "+e.admission.Env.AgentID+" has no collie session", "run `collie login --url BASE` with the bridge's address")
 	}
-	out.AgentID, out.Service, out.APIBase = e.admission.Env.AgentID, agentlogin.Service, rec.APIBase
+	out.AgentID, out.Service, out.APIBase = e.admission.Env.AgentID, loginclient.Service, rec.APIBase
 	out.AccessExpiresAt, out.RefreshExpiresAt = rec.AccessExpiresAt, rec.RefreshExpiresAt
 	now := time.Now()
 	if *asJSON {
@@ -177,9 +177,9 @@ func cmdWhoami(_ context.Context, e *env, args []string) error {
 
 // sessionOver is the error of a stored session that can no longer be
 // refreshed: its refresh token expired. whoami shows it, and exits 1.
-func sessionOver(rec agentsession.Record, now time.Time) error {
+func sessionOver(rec loginstore.Record, now time.Time) error {
 	if t, ok := rec.RefreshExpiry(); ok && !t.After(now) {
-		return hint.New("the agent session's refresh token expired", agentlogin.LoginHint(rec.APIBase))
+		return hint.New("the agent session's refresh token expired", loginclient.LoginHint(rec.APIBase))
 	}
 	return nil
 }

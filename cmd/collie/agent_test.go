@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/collie-linux/collie/internal/agentlogin"
-	"github.com/collie-linux/collie/internal/agentsession"
 	"github.com/collie-linux/collie/internal/cli"
+	"github.com/collie-linux/collie/internal/login/loginclient"
+	"github.com/collie-linux/collie/internal/login/loginstore"
 )
 
 // TestAgentCommandsReadOnlyMarkers_R4: in an agent environment, complete
@@ -24,8 +24,8 @@ func TestAgentCommandsReadOnlyMarkers_R4(t *testing.T) {
 	os.Mkdir(home, 0o700)
 	os.Mkdir(transport, 0o700)
 	os.WriteFile(filepath.Join(transport, "raft"), []byte("#!/bin/sh\nexit 1\n"), 0o755)
-	complete := map[string]string{agentsession.MarkerTransportDir: transport, agentsession.MarkerHome: home, agentsession.MarkerAgentID: "a1"}
-	partial := map[string]string{agentsession.MarkerHome: home}
+	complete := map[string]string{loginstore.MarkerTransportDir: transport, loginstore.MarkerHome: home, loginstore.MarkerAgentID: "a1"}
+	partial := map[string]string{loginstore.MarkerHome: home}
 	host := map[string]string{"HOME": "/h", "XDG_RUNTIME_DIR": "/r", "XDG_CONFIG_HOME": "/c", "XDG_STATE_HOME": "/s",
 		"COLLIE_TOKEN": strings.Repeat("t", 40), "COLLIE_TOKEN_NEXT": strings.Repeat("n", 40), "COLLIE_AGENT": "x", "COLLIE_AGENT_SOCKET": "/r/desk/x.sock"}
 	commands := [][]string{{"whoami"}, {"whoami", "--json"}, {"logout"}, {"login", "--url", "http://127.0.0.1:1"}, {"ask", "--yes-no", "q"},
@@ -45,7 +45,7 @@ func TestAgentCommandsReadOnlyMarkers_R4(t *testing.T) {
 				dispatch(context.Background(), e, args)
 				for _, k := range read {
 					switch k {
-					case agentsession.MarkerTransportDir, agentsession.MarkerHome, agentsession.MarkerAgentID:
+					case loginstore.MarkerTransportDir, loginstore.MarkerHome, loginstore.MarkerAgentID:
 					default:
 						t.Errorf("collie %s read %s in an agent environment", strings.Join(args, " "), k)
 					}
@@ -71,8 +71,8 @@ func TestWhoami_R8(t *testing.T) {
 	os.Mkdir(home, 0o700)
 	os.Mkdir(transport, 0o700)
 	os.WriteFile(filepath.Join(transport, "raft"), []byte("#!/bin/sh\n"), 0o755)
-	m := map[string]string{agentsession.MarkerTransportDir: transport, agentsession.MarkerHome: home, agentsession.MarkerAgentID: "agent-9"}
-	a := agentsession.Admit(func(k string) string { return m[k] })
+	m := map[string]string{loginstore.MarkerTransportDir: transport, loginstore.MarkerHome: home, loginstore.MarkerAgentID: "agent-9"}
+	a := loginstore.Admit(func(k string) string { return m[k] })
 	past, future := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	for _, tc := range []struct {
 		name    string
@@ -80,9 +80,9 @@ func TestWhoami_R8(t *testing.T) {
 		code    int
 	}{{"live", &future, 0}, {"no_refresh_expiry", nil, 0}, {"refresh_expired", &past, 1}} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := agentsession.Session{Schema: agentsession.Schema, TokenType: "Bearer", AccessToken: "ACCESS-SECRET", AccessExpiresAt: past,
+			s := loginstore.Session{Schema: loginstore.Schema, TokenType: "Bearer", AccessToken: "ACCESS-SECRET", AccessExpiresAt: past,
 				RefreshToken: "REFRESH-SECRET", RefreshExpiresAt: tc.refresh}
-			if _, err := agentsession.Write(a.Env, agentlogin.Service, s, "https://bridge.example", time.Now()); err != nil {
+			if _, err := loginstore.Write(a.Env, loginclient.Service, s, "https://bridge.example", time.Now()); err != nil {
 				t.Fatal(err)
 			}
 			for _, args := range [][]string{{"whoami"}, {"whoami", "--json"}} {

@@ -6,10 +6,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/collie-linux/collie/internal/bridge/control"
 	"github.com/collie-linux/collie/internal/cli"
-	"github.com/collie-linux/collie/internal/control"
-	"github.com/collie-linux/collie/internal/hint"
-	"github.com/collie-linux/collie/internal/sanitize"
+	"github.com/collie-linux/collie/internal/cli/hint"
+	"github.com/collie-linux/collie/internal/protocol/sanitize"
 )
 
 // cmdAgentsList lists the agent platform's agent sessions the bridge

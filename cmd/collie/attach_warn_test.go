@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/collie-linux/collie/internal/config"
-	"github.com/collie-linux/collie/internal/sources"
+	"github.com/collie-linux/collie/internal/bridge/config"
+	"github.com/collie-linux/collie/internal/bridge/sources"
 )
 
 // TestAttachSaysWhatIsNotThereYet_L4: attach records a source whose socket

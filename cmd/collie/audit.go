@@ -13,9 +13,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/collie-linux/collie/internal/audit"
+	"github.com/collie-linux/collie/internal/bridge/audit"
 	"github.com/collie-linux/collie/internal/cli"
-	"github.com/collie-linux/collie/internal/hint"
+	"github.com/collie-linux/collie/internal/cli/hint"
 )
 
 // cmdAudit shows the audit log (A1-A4); `collie audit verify`

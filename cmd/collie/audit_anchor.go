@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/collie-linux/collie/internal/audit"
-	"github.com/collie-linux/collie/internal/systemd/journald"
+	"github.com/collie-linux/collie/internal/bridge/audit"
+	"github.com/collie-linux/collie/internal/linux/systemd/journald"
 )
 
 // anchorToJournal is the daemon's audit.Options.Anchor: each anchor is a

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/collie-linux/collie/internal/audit"
+	"github.com/collie-linux/collie/internal/bridge/audit"
 	"github.com/rogpeppe/go-internal/txtar"
 )
 
 // TestAuditGoldenCopies keeps the logs in the audit scripts the same as
-// the golden logs of internal/audit, which TestGolden pins byte for byte
+// the golden logs of internal/bridge/audit, which TestGolden pins byte for byte
 // (A3, A4): the scripts read what the writer writes.
 func TestAuditGoldenCopies(t *testing.T) {
 	golden := map[string]string{"audit.log": "audit.log", "audit-masked.log": "audit-masked.log"}
@@ -27,12 +27,12 @@ func TestAuditGoldenCopies(t *testing.T) {
 			if !ok {
 				continue
 			}
-			want, err := os.ReadFile(filepath.Join("..", "..", "internal", "audit", "testdata", src))
+			want, err := os.ReadFile(filepath.Join("..", "..", "internal", "bridge", "audit", "testdata", src))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(f.Data, want) {
-				t.Errorf("%s: %s differs from internal/audit/testdata/%s; copy it over", script, f.Name, src)
+				t.Errorf("%s: %s differs from internal/bridge/audit/testdata/%s; copy it over", script, f.Name, src)
 			}
 		}
 	}

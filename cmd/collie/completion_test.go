@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/collie-linux/collie/internal/doctor"
-	"github.com/collie-linux/collie/internal/testenv"
+	"github.com/collie-linux/collie/internal/bridge/doctor"
+	"github.com/collie-linux/collie/internal/testkit/testenv"
 )
 
 // completions are the shell completions the package installs (L4).

@@ -10,13 +10,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/collie-linux/collie/internal/audit"
 	"github.com/collie-linux/collie/internal/bridge"
-	"github.com/collie-linux/collie/internal/config"
-	"github.com/collie-linux/collie/internal/device"
-	"github.com/collie-linux/collie/internal/hint"
-	"github.com/collie-linux/collie/internal/systemd"
-	"github.com/collie-linux/collie/internal/systemd/journald"
+	"github.com/collie-linux/collie/internal/bridge/audit"
+	"github.com/collie-linux/collie/internal/bridge/config"
+	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/cli/hint"
+	"github.com/collie-linux/collie/internal/linux/systemd"
+	"github.com/collie-linux/collie/internal/linux/systemd/journald"
 )
 
 func cmdDaemon(ctx context.Context, e *env, args []string) error {

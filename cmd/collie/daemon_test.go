@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/bridge"
-	"github.com/collie-linux/collie/internal/config"
+	"github.com/collie-linux/collie/internal/bridge/config"
 )
 
 // TestHUPBeforeReady_L2: a SIGHUP that comes while the daemon starts is

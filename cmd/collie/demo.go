@@ -11,11 +11,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/collie-linux/collie/internal/config"
-	"github.com/collie-linux/collie/internal/control"
-	"github.com/collie-linux/collie/internal/device"
-	"github.com/collie-linux/collie/internal/hint"
-	"github.com/collie-linux/collie/internal/sources"
+	"github.com/collie-linux/collie/internal/bridge/config"
+	"github.com/collie-linux/collie/internal/bridge/control"
+	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/bridge/sources"
+	"github.com/collie-linux/collie/internal/cli/hint"
 )
 
 // cmdDemo runs the bridge with collie-agent attached, in a throwaway

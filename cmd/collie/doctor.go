@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 
+	"github.com/collie-linux/collie/internal/bridge/doctor"
 	"github.com/collie-linux/collie/internal/cli"
-	"github.com/collie-linux/collie/internal/doctor"
-	"github.com/collie-linux/collie/internal/hint"
-	"github.com/collie-linux/collie/internal/version"
+	"github.com/collie-linux/collie/internal/cli/hint"
+	"github.com/collie-linux/collie/internal/cli/version"
 )
 
 // cmdDoctor checks the installation, one row per check with the fix for

@@ -18,15 +18,15 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/collie-linux/collie/internal/config"
-	"github.com/collie-linux/collie/internal/control"
-	"github.com/collie-linux/collie/internal/doctor"
-	"github.com/collie-linux/collie/internal/hint"
-	"github.com/collie-linux/collie/internal/sanitize"
-	"github.com/collie-linux/collie/internal/sources"
-	"github.com/collie-linux/collie/internal/upstream"
-	"github.com/collie-linux/collie/internal/view"
-	"github.com/collie-linux/collie/internal/wire"
+	"github.com/collie-linux/collie/internal/bridge/config"
+	"github.com/collie-linux/collie/internal/bridge/control"
+	"github.com/collie-linux/collie/internal/bridge/doctor"
+	"github.com/collie-linux/collie/internal/bridge/sources"
+	"github.com/collie-linux/collie/internal/bridge/upstream"
+	"github.com/collie-linux/collie/internal/bridge/view"
+	"github.com/collie-linux/collie/internal/cli/hint"
+	"github.com/collie-linux/collie/internal/protocol/sanitize"
+	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
 func cmdAttach(ctx context.Context, e *env, args []string) error {

@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/bridge"
-	"github.com/collie-linux/collie/internal/config"
-	"github.com/collie-linux/collie/internal/hostiletest"
-	"github.com/collie-linux/collie/internal/sanitize"
-	"github.com/collie-linux/collie/internal/sources"
-	"github.com/collie-linux/collie/internal/view"
-	"github.com/collie-linux/collie/internal/wire"
+	"github.com/collie-linux/collie/internal/bridge/config"
+	"github.com/collie-linux/collie/internal/bridge/sources"
+	"github.com/collie-linux/collie/internal/bridge/view"
+	"github.com/collie-linux/collie/internal/protocol/sanitize"
+	"github.com/collie-linux/collie/internal/protocol/wire"
+	"github.com/collie-linux/collie/internal/testkit/hostiletest"
 )
 
 // pwn is what a hostile agent would like to reach the user's terminal.

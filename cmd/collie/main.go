@@ -10,14 +10,14 @@ import (
 	"io"
 	"os"
 
-	"github.com/collie-linux/collie/internal/agentsession"
-	"github.com/collie-linux/collie/internal/ask"
+	"github.com/collie-linux/collie/internal/agent/ask"
+	"github.com/collie-linux/collie/internal/bridge/config"
+	"github.com/collie-linux/collie/internal/bridge/control"
+	"github.com/collie-linux/collie/internal/bridge/doctor"
 	"github.com/collie-linux/collie/internal/cli"
-	"github.com/collie-linux/collie/internal/config"
-	"github.com/collie-linux/collie/internal/control"
-	"github.com/collie-linux/collie/internal/doctor"
-	"github.com/collie-linux/collie/internal/hint"
-	"github.com/collie-linux/collie/internal/systemd/journald"
+	"github.com/collie-linux/collie/internal/cli/hint"
+	"github.com/collie-linux/collie/internal/linux/systemd/journald"
+	"github.com/collie-linux/collie/internal/login/loginstore"
 )
 
 // main is the one way out of collie: every command returns an error,
@@ -27,7 +27,7 @@ func main() {
 }
 
 // Exit statuses of collie, the table in collie(1) EXIT STATUS. collie ask
-// has those of internal/ask besides (1 answered no, 3 timed out, 4
+// has those of internal/agent/ask besides (1 answered no, 3 timed out, 4
 // withdrawn, 5 could not ask), the same in collie-agent ask.
 const (
 	exitOK      = 0 // done; also --help
@@ -68,9 +68,9 @@ func said(err error) bool {
 type env struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
-	cmd            *command               // the command running, for its usage and hints
-	json           bool                   // the command line asked for JSON: errors are JSON too
-	admission      agentsession.Admission // human, agent or fail closed: decided before every command (admit)
+	cmd            *command             // the command running, for its usage and hints
+	json           bool                 // the command line asked for JSON: errors are JSON too
+	admission      loginstore.Admission // human, agent or fail closed: decided before every command (admit)
 }
 
 func (e *env) paths() (config.Paths, error) { return config.FromEnv(e.getenv) }

@@ -12,13 +12,13 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/collie-linux/collie/internal/ask"
-	"github.com/collie-linux/collie/internal/mcpserver"
-	"github.com/collie-linux/collie/internal/version"
+	"github.com/collie-linux/collie/internal/agent/ask"
+	"github.com/collie-linux/collie/internal/agent/mcpserver"
+	"github.com/collie-linux/collie/internal/cli/version"
 )
 
 // cmdMCP is `collie mcp`: an MCP server on stdin and stdout for one
-// client session, asking through a local durable agent (internal/mcpserver).
+// client session, asking through a local durable agent (internal/agent/mcpserver).
 // Its stdout carries the protocol only; what it logs goes to stderr. In an
 // agent environment it does not run (agentCommands): it asks through a
 // durable agent on this machine.

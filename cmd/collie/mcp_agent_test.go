@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/collie-linux/collie/internal/durable"
-	"github.com/collie-linux/collie/internal/durable/board"
-	"github.com/collie-linux/collie/internal/durable/durabletest"
-	"github.com/collie-linux/collie/internal/wire"
+	"github.com/collie-linux/collie/internal/agent/durable"
+	"github.com/collie-linux/collie/internal/agent/durable/board"
+	"github.com/collie-linux/collie/internal/agent/durable/durabletest"
+	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
 // countingListener counts the connections it accepts.

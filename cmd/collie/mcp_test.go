@@ -11,8 +11,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/collie-linux/collie/internal/durable/durabletest"
-	"github.com/collie-linux/collie/internal/wire"
+	"github.com/collie-linux/collie/internal/agent/durable/durabletest"
+	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
 // TestMCPOverStdio_D1: `collie mcp` run as its own process, as an MCP

@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/collie-linux/collie/internal/agentclients"
-	"github.com/collie-linux/collie/internal/durable/durabletest"
-	"github.com/collie-linux/collie/internal/testenv"
-	"github.com/collie-linux/collie/internal/wire"
+	"github.com/collie-linux/collie/internal/agent/durable/durabletest"
+	"github.com/collie-linux/collie/internal/protocol/wire"
+	"github.com/collie-linux/collie/internal/suite/agentclients"
+	"github.com/collie-linux/collie/internal/testkit/testenv"
 )
 
 // tsClient is testdata/mcp/tsclient.mjs running under node.

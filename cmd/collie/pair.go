@@ -9,10 +9,10 @@ import (
 
 	"github.com/skip2/go-qrcode"
 
+	"github.com/collie-linux/collie/internal/bridge/control"
 	"github.com/collie-linux/collie/internal/cli"
-	"github.com/collie-linux/collie/internal/control"
-	"github.com/collie-linux/collie/internal/hint"
-	"github.com/collie-linux/collie/internal/sanitize"
+	"github.com/collie-linux/collie/internal/cli/hint"
+	"github.com/collie-linux/collie/internal/protocol/sanitize"
 )
 
 // cmdPair asks the daemon for a single-use pairing offer and shows it: the

@@ -3,8 +3,8 @@ package main
 import (
 	"testing"
 
-	"github.com/collie-linux/collie/internal/device"
-	"github.com/collie-linux/collie/internal/doctor"
+	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/bridge/doctor"
 )
 
 // TestHealthzBodyAgrees: collie doctor's public_url row knows the bridge

@@ -11,16 +11,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/collie-linux/collie/internal/config"
-	"github.com/collie-linux/collie/internal/control"
-	"github.com/collie-linux/collie/internal/hint"
-	"github.com/collie-linux/collie/internal/push"
-	"github.com/collie-linux/collie/internal/push/desktop"
-	pushdispatch "github.com/collie-linux/collie/internal/push/dispatch"
-	"github.com/collie-linux/collie/internal/push/guard"
-	"github.com/collie-linux/collie/internal/push/ntfy"
-	"github.com/collie-linux/collie/internal/push/webpush"
-	"github.com/collie-linux/collie/internal/sanitize"
+	"github.com/collie-linux/collie/internal/bridge/config"
+	"github.com/collie-linux/collie/internal/bridge/control"
+	"github.com/collie-linux/collie/internal/bridge/push"
+	"github.com/collie-linux/collie/internal/bridge/push/desktop"
+	pushdispatch "github.com/collie-linux/collie/internal/bridge/push/dispatch"
+	"github.com/collie-linux/collie/internal/bridge/push/guard"
+	"github.com/collie-linux/collie/internal/bridge/push/ntfy"
+	"github.com/collie-linux/collie/internal/bridge/push/webpush"
+	"github.com/collie-linux/collie/internal/cli/hint"
+	"github.com/collie-linux/collie/internal/protocol/sanitize"
 )
 
 // desktopTimeout bounds finding the session bus's notification server at

@@ -17,8 +17,8 @@ import (
 	"github.com/godbus/dbus/v5"
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/collie-linux/collie/internal/config"
-	"github.com/collie-linux/collie/internal/control"
+	"github.com/collie-linux/collie/internal/bridge/config"
+	"github.com/collie-linux/collie/internal/bridge/control"
 )
 
 // ntfyDouble is the script command `ntfy`: it starts a local ntfy server

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/collie-linux/collie/internal/config"
-	"github.com/collie-linux/collie/internal/control"
-	"github.com/collie-linux/collie/internal/device"
+	"github.com/collie-linux/collie/internal/bridge/config"
+	"github.com/collie-linux/collie/internal/bridge/control"
+	"github.com/collie-linux/collie/internal/bridge/device"
 )
 
 // liveConfig is config.toml as the running daemon applied it. A reload

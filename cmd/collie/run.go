@@ -18,19 +18,19 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/collie-linux/collie/internal/agent/runagent"
+	"github.com/collie-linux/collie/internal/agent/runrecord"
+	"github.com/collie-linux/collie/internal/bridge/config"
+	"github.com/collie-linux/collie/internal/bridge/control"
+	"github.com/collie-linux/collie/internal/bridge/sources"
 	"github.com/collie-linux/collie/internal/cli"
-	"github.com/collie-linux/collie/internal/config"
-	"github.com/collie-linux/collie/internal/control"
-	"github.com/collie-linux/collie/internal/hint"
-	"github.com/collie-linux/collie/internal/runagent"
-	"github.com/collie-linux/collie/internal/runrecord"
-	"github.com/collie-linux/collie/internal/sanitize"
-	"github.com/collie-linux/collie/internal/sources"
-	"github.com/collie-linux/collie/internal/version"
+	"github.com/collie-linux/collie/internal/cli/hint"
+	"github.com/collie-linux/collie/internal/cli/version"
+	"github.com/collie-linux/collie/internal/protocol/sanitize"
 )
 
 // cmdRun runs a command (a coding agent) as the child of a durable agent
-// of its own, served in this process (internal/runagent): every tool the
+// of its own, served in this process (internal/agent/runagent): every tool the
 // command runs descends from the agent, whose caller check refuses their
 // answers. The run is attached to the bridge for its duration and is one
 // conversation on the user's devices.

@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"strconv"
 
-	"github.com/collie-linux/collie/internal/hint"
+	"github.com/collie-linux/collie/internal/cli/hint"
 )
 
 // cmdRun needs Linux: the caller check it rests on reads the caller's

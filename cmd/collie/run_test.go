@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/collie-linux/collie/internal/runrecord"
-	"github.com/collie-linux/collie/internal/testenv"
-	"github.com/collie-linux/collie/internal/wire"
+	"github.com/collie-linux/collie/internal/agent/runrecord"
+	"github.com/collie-linux/collie/internal/protocol/wire"
+	"github.com/collie-linux/collie/internal/testkit/testenv"
 )
 
 // runRig is one `collie run` started by a test, with its environment: a

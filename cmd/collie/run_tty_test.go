@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/collie-linux/collie/internal/testenv"
+	"github.com/collie-linux/collie/internal/testkit/testenv"
 )
 
 // openPTY returns a pseudo-terminal's controller and its terminal, with

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/collie-linux/collie/internal/ask"
-	"github.com/collie-linux/collie/internal/atomicfile"
-	"github.com/collie-linux/collie/internal/hint"
+	"github.com/collie-linux/collie/internal/agent/ask"
+	"github.com/collie-linux/collie/internal/cli/hint"
+	"github.com/collie-linux/collie/internal/linux/atomicfile"
 )
 
 // cmdSetup is `collie setup CLIENT`: it writes the client's hook entry

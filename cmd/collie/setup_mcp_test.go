@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/collie-linux/collie/internal/ask"
+	"github.com/collie-linux/collie/internal/agent/ask"
 )
 
 // TestSetupMCP_D1: collie setup adds collie mcp as the MCP server

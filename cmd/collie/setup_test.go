@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/collie-linux/collie/internal/ask"
+	"github.com/collie-linux/collie/internal/agent/ask"
 )
 
 const testCollie = "/opt/collie dir/bin/collie" // a space: the command quotes it

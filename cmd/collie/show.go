@@ -6,10 +6,10 @@ import (
 	"io"
 	"strings"
 
-	"github.com/collie-linux/collie/internal/control"
-	"github.com/collie-linux/collie/internal/sanitize"
-	"github.com/collie-linux/collie/internal/view"
-	"github.com/collie-linux/collie/internal/wire"
+	"github.com/collie-linux/collie/internal/bridge/control"
+	"github.com/collie-linux/collie/internal/bridge/view"
+	"github.com/collie-linux/collie/internal/protocol/sanitize"
+	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
 func cmdShow(ctx context.Context, e *env, args []string) error {

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/collie-linux/collie/internal/ask"
+	"github.com/collie-linux/collie/internal/agent/ask"
 	"github.com/collie-linux/collie/internal/cli"
-	"github.com/collie-linux/collie/internal/hint"
+	"github.com/collie-linux/collie/internal/cli/hint"
 )
 
 // collie runs collie's main with args, as a shell would.

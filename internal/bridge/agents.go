@@ -7,12 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/collie-linux/collie/internal/agentapi"
-	"github.com/collie-linux/collie/internal/agentauth"
-	"github.com/collie-linux/collie/internal/agenthost"
-	"github.com/collie-linux/collie/internal/control"
-	"github.com/collie-linux/collie/internal/sources"
-	"github.com/collie-linux/collie/internal/upstream"
+	"github.com/collie-linux/collie/internal/bridge/control"
+	"github.com/collie-linux/collie/internal/bridge/sources"
+	"github.com/collie-linux/collie/internal/bridge/upstream"
+	"github.com/collie-linux/collie/internal/login/loginapi"
+	"github.com/collie-linux/collie/internal/login/loginhost"
+	"github.com/collie-linux/collie/internal/login/loginservice"
+	"github.com/collie-linux/collie/internal/login/loginwire"
 )
 
 // AgentSessionsFile is the agent sessions' store in the state folder.
@@ -26,28 +27,28 @@ const hostedTransport = "agent-session"
 // surface the device API's listener serves; nil, logged, when
 // the store cannot be opened: devices still work.
 func (b *Bridge) agentService() http.Handler {
-	store, err := agentauth.Open(agentauth.Options{Path: filepath.Join(b.o.Paths.State, AgentSessionsFile), Log: b.o.Log})
+	store, err := loginservice.Open(loginservice.Options{Path: filepath.Join(b.o.Paths.State, AgentSessionsFile), Log: b.o.Log})
 	if err != nil {
 		b.o.Log.Error("agent login is off: " + err.Error())
 		return nil
 	}
-	o := agentapi.Options{Store: store, Log: b.o.Log, Base: func() string { return b.apiURL }}
+	o := loginapi.Options{Store: store, Log: b.o.Log, Base: func() string { return b.apiURL }}
 	switch path := b.o.Agents.PlatformKeyFile; {
 	case path == "":
 		o.PlatformOff = "its user has not set platform_key_file in [agents] of config.toml (collie.toml(5))"
 	default:
-		key, err := agentapi.LoadPlatformKey(path)
+		key, err := loginwire.LoadPlatformKey(path)
 		if err != nil {
 			b.o.Log.Error("agent login is off: " + err.Error())
 			o.PlatformOff = "the platform's key in [agents] platform_key_file cannot be read; its user sees why in the journal"
 			break
 		}
-		o.Platform = agentapi.NewPlatform(key, nil)
+		o.Platform = loginapi.NewPlatform(key, nil)
 	}
-	b.host = agenthost.New(agenthost.Options{Log: b.o.Log, Attach: b.attachHosted, Detach: b.detachHosted, Live: store.WatchAgent})
+	b.host = loginhost.New(loginhost.Options{Log: b.o.Log, Attach: b.attachHosted, Detach: b.detachHosted, Live: store.WatchAgent})
 	b.sessions = store
 	o.Boards = b.host
-	return agentapi.New(o)
+	return loginapi.New(o)
 }
 
 // attachHosted shows an agent session's board: read through client like
@@ -62,7 +63,7 @@ func (b *Bridge) attachHosted(name string, client upstream.Waiter) error {
 		return errors.New("the bridge is not running")
 	}
 	if _, taken := b.agents[name]; taken {
-		return fmt.Errorf("a durable agent in sources.json is already called %s; rename it (names starting %q are the agent sessions')", name, agenthost.Prefix)
+		return fmt.Errorf("a durable agent in sources.json is already called %s; rename it (names starting %q are the agent sessions')", name, loginhost.Prefix)
 	}
 	a := b.add(sources.Source{Name: name}, client, nil)
 	a.hosted = true
@@ -71,7 +72,7 @@ func (b *Bridge) attachHosted(name string, client upstream.Waiter) error {
 }
 
 // detachHosted stops showing the board called name: its agent has no
-// live session left (agenthost releases it).
+// live session left (loginhost releases it).
 func (b *Bridge) detachHosted(name string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -4,9 +4,9 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/collie-linux/collie/internal/audit"
-	"github.com/collie-linux/collie/internal/device"
-	"github.com/collie-linux/collie/internal/wire"
+	"github.com/collie-linux/collie/internal/bridge/audit"
+	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
 // Auditor records the device API's writes in the audit log (A1–A5). A

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/collie-linux/collie/internal/audit"
-	"github.com/collie-linux/collie/internal/device"
-	"github.com/collie-linux/collie/internal/wire"
+	"github.com/collie-linux/collie/internal/bridge/audit"
+	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
 // TestAuditor: every device write lands in the audit log as its A3 event,

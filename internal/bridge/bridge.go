@@ -25,20 +25,20 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/collie-linux/collie/internal/agentauth"
-	"github.com/collie-linux/collie/internal/agenthost"
-	"github.com/collie-linux/collie/internal/config"
-	"github.com/collie-linux/collie/internal/control"
-	"github.com/collie-linux/collie/internal/device"
-	"github.com/collie-linux/collie/internal/push/dispatch"
-	"github.com/collie-linux/collie/internal/push/webpush"
-	"github.com/collie-linux/collie/internal/sanitize"
-	"github.com/collie-linux/collie/internal/sources"
-	"github.com/collie-linux/collie/internal/systemd"
-	"github.com/collie-linux/collie/internal/systemd/journald"
-	"github.com/collie-linux/collie/internal/upstream"
-	"github.com/collie-linux/collie/internal/view"
-	"github.com/collie-linux/collie/internal/wire"
+	"github.com/collie-linux/collie/internal/bridge/config"
+	"github.com/collie-linux/collie/internal/bridge/control"
+	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/bridge/push/dispatch"
+	"github.com/collie-linux/collie/internal/bridge/push/webpush"
+	"github.com/collie-linux/collie/internal/bridge/sources"
+	"github.com/collie-linux/collie/internal/bridge/upstream"
+	"github.com/collie-linux/collie/internal/bridge/view"
+	"github.com/collie-linux/collie/internal/linux/systemd"
+	"github.com/collie-linux/collie/internal/linux/systemd/journald"
+	"github.com/collie-linux/collie/internal/login/loginhost"
+	"github.com/collie-linux/collie/internal/login/loginservice"
+	"github.com/collie-linux/collie/internal/protocol/sanitize"
+	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
 // Poll cadence (K8): every 10 s while no device looks, every 2 s while one
@@ -114,8 +114,8 @@ type Bridge struct {
 	web      atomic.Value // string: the web app's address, for pushes
 
 	// Agent sessions (agents.go), while the device API listens.
-	sessions *agentauth.Store
-	host     *agenthost.Host
+	sessions *loginservice.Store
+	host     *loginhost.Host
 }
 
 // agent is one attached durable agent and what was last read from it.

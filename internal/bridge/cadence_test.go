@@ -9,9 +9,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/collie-linux/collie/internal/sources"
-	"github.com/collie-linux/collie/internal/upstream"
-	"github.com/collie-linux/collie/internal/wire"
+	"github.com/collie-linux/collie/internal/bridge/sources"
+	"github.com/collie-linux/collie/internal/bridge/upstream"
+	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
 // countingClient is an agent in memory that counts its reads; refuse

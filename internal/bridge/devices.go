@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/collie-linux/collie/internal/control"
-	"github.com/collie-linux/collie/internal/device"
-	"github.com/collie-linux/collie/internal/wire"
+	"github.com/collie-linux/collie/internal/bridge/control"
+	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
 // errDevicesOff is what pairing says when the device API is off.

@@ -3,8 +3,8 @@ package bridge
 import (
 	"testing"
 
-	"github.com/collie-linux/collie/internal/control"
-	"github.com/collie-linux/collie/internal/device"
+	"github.com/collie-linux/collie/internal/bridge/control"
+	"github.com/collie-linux/collie/internal/bridge/device"
 )
 
 // TestLinkOf_D6: pairing links and pushes use public_url when it is set,

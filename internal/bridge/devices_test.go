@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/collie-linux/collie/internal/device"
+	"github.com/collie-linux/collie/internal/bridge/device"
 )
 
 // TestDevicesNoneIsEmptyList: with no device paired, the list is [], not

@@ -16,13 +16,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/collie-linux/collie/internal/config"
-	"github.com/collie-linux/collie/internal/device"
-	"github.com/collie-linux/collie/internal/durable"
-	"github.com/collie-linux/collie/internal/durable/board"
-	"github.com/collie-linux/collie/internal/sources"
-	"github.com/collie-linux/collie/internal/tlstest"
-	"github.com/collie-linux/collie/internal/wire"
+	"github.com/collie-linux/collie/internal/agent/durable"
+	"github.com/collie-linux/collie/internal/agent/durable/board"
+	"github.com/collie-linux/collie/internal/bridge/config"
+	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/bridge/sources"
+	"github.com/collie-linux/collie/internal/protocol/wire"
+	"github.com/collie-linux/collie/internal/testkit/tlstest"
 )
 
 // latencyQuestions is how many questions each case asks (at
@@ -32,7 +32,7 @@ const latencyQuestions = 200
 // BenchmarkQuestionLatency measures how long a question an agent asks
 // takes to show on a device (p99 <= 100 ms): the real reference
 // agent (durable server and board) over a private Unix socket and over
-// HTTPS (a certificate of internal/tlstest), the real bridge with its
+// HTTPS (a certificate of internal/testkit/tlstest), the real bridge with its
 // waiting reads, and the device API's change feed served by httptest. With
 // a device watching, the time is until the feed's event reaches the
 // device; with none (no event stream open, K8's idle state), until the

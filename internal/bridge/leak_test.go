@@ -7,7 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/collie-linux/collie/internal/upstream"
+	"github.com/collie-linux/collie/internal/bridge/upstream"
 )
 
 // waitingClient is an agent in memory that honours waiting reads and never

@@ -18,11 +18,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/collie-linux/collie/internal/config"
-	"github.com/collie-linux/collie/internal/device"
-	"github.com/collie-linux/collie/internal/durable"
-	"github.com/collie-linux/collie/internal/sources"
-	"github.com/collie-linux/collie/internal/wire"
+	"github.com/collie-linux/collie/internal/agent/durable"
+	"github.com/collie-linux/collie/internal/bridge/config"
+	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/bridge/sources"
+	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
 var (

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/collie-linux/collie/internal/durable"
-	"github.com/collie-linux/collie/internal/memnet"
-	"github.com/collie-linux/collie/internal/upstream"
-	"github.com/collie-linux/collie/internal/wire"
+	"github.com/collie-linux/collie/internal/agent/durable"
+	"github.com/collie-linux/collie/internal/bridge/upstream"
+	"github.com/collie-linux/collie/internal/protocol/wire"
+	"github.com/collie-linux/collie/internal/testkit/memnet"
 )
 
 // A real durable agent (durable.Server: its waiting reads, its timers) on

@@ -3,8 +3,8 @@ package bridge
 import (
 	"context"
 
-	"github.com/collie-linux/collie/internal/control"
-	"github.com/collie-linux/collie/internal/push/dispatch"
+	"github.com/collie-linux/collie/internal/bridge/control"
+	"github.com/collie-linux/collie/internal/bridge/push/dispatch"
 )
 
 // Pushes (D4, D9). The one place a snapshot is applied (apply)

@@ -13,12 +13,12 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/collie-linux/collie/internal/device"
-	"github.com/collie-linux/collie/internal/push"
-	"github.com/collie-linux/collie/internal/push/dispatch"
-	"github.com/collie-linux/collie/internal/push/guard"
-	"github.com/collie-linux/collie/internal/sources"
-	"github.com/collie-linux/collie/internal/wire"
+	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/bridge/push"
+	"github.com/collie-linux/collie/internal/bridge/push/dispatch"
+	"github.com/collie-linux/collie/internal/bridge/push/guard"
+	"github.com/collie-linux/collie/internal/bridge/sources"
+	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
 // The end-to-end test of the push guard (D9) runs the daemon's

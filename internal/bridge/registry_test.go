@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/collie-linux/collie/internal/audit"
-	"github.com/collie-linux/collie/internal/device"
-	"github.com/collie-linux/collie/internal/wire"
+	"github.com/collie-linux/collie/internal/bridge/audit"
+	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
 // TestAuditorRegistry: each write of the protocol's registry, forwarded or

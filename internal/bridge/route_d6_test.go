@@ -15,13 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/collie-linux/collie/internal/audit"
-	"github.com/collie-linux/collie/internal/device"
-	"github.com/collie-linux/collie/internal/durable"
-	"github.com/collie-linux/collie/internal/durable/board"
-	"github.com/collie-linux/collie/internal/sources"
-	"github.com/collie-linux/collie/internal/view"
-	"github.com/collie-linux/collie/internal/wire"
+	"github.com/collie-linux/collie/internal/agent/durable"
+	"github.com/collie-linux/collie/internal/agent/durable/board"
+	"github.com/collie-linux/collie/internal/bridge/audit"
+	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/bridge/sources"
+	"github.com/collie-linux/collie/internal/bridge/view"
+	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
 // d6Agent is a real durable agent (a durable.Server with the reference

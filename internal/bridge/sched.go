@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/collie-linux/collie/internal/sockpath"
-	"github.com/collie-linux/collie/internal/upstream"
-	"github.com/collie-linux/collie/internal/wire"
+	"github.com/collie-linux/collie/internal/bridge/upstream"
+	"github.com/collie-linux/collie/internal/linux/sockpath"
+	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
 // Scheduling (K8). One goroutine and one timer serve every

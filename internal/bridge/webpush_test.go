@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/collie-linux/collie/internal/config"
-	"github.com/collie-linux/collie/internal/device"
-	"github.com/collie-linux/collie/internal/push"
-	"github.com/collie-linux/collie/internal/push/webpush"
-	"github.com/collie-linux/collie/internal/push/webpush/pushtest"
+	"github.com/collie-linux/collie/internal/bridge/config"
+	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/bridge/push"
+	"github.com/collie-linux/collie/internal/bridge/push/webpush"
+	"github.com/collie-linux/collie/internal/bridge/push/webpush/pushtest"
 )
 
 // TestWebPushWired_D6: the daemon's Web Push provider and the device API

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/collie-linux/collie/internal/hint"
+	"github.com/collie-linux/collie/internal/cli/hint"
 )
 
 func flags() (*flag.FlagSet, *string, *bool) {

@@ -7,8 +7,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/collie-linux/collie/internal/hint"
-	"github.com/collie-linux/collie/internal/sanitize"
+	"github.com/collie-linux/collie/internal/cli/hint"
+	"github.com/collie-linux/collie/internal/protocol/sanitize"
 )
 
 // Report is an error as --json prints it, on standard error, one line:

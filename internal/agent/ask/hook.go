@@ -1,0 +1,267 @@
+package ask
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/collie-linux/collie/internal/protocol/jsonstrict"
+	"github.com/collie-linux/collie/internal/protocol/sanitize"
+	"github.com/collie-linux/collie/internal/protocol/wire"
+)
+
+// hookInputCap bounds what the hook reads from stdin: a Write can carry a
+// whole file.
+const hookInputCap = 8 << 20
+
+// PreToolUse is the part of a client's tool hook input the adapter uses
+// (Claude Code's PreToolUse; Codex and Gemini CLI send the same fields).
+// The schema is the client's and open: other fields are ignored.
+type PreToolUse struct {
+	SessionID      string          `json:"session_id"`
+	TranscriptPath string          `json:"transcript_path"`
+	Cwd            string          `json:"cwd"`
+	PermissionMode string          `json:"permission_mode"`
+	HookEventName  string          `json:"hook_event_name"`
+	ToolName       string          `json:"tool_name"`
+	ToolInput      json.RawMessage `json:"tool_input"`
+	ToolUseID      string          `json:"tool_use_id"`
+}
+
+// HookOutput is what the Claude Code adapter prints: Claude Code reads the
+// decision from hookSpecificOutput.
+type HookOutput struct {
+	HookSpecificOutput HookDecision `json:"hookSpecificOutput"`
+}
+
+// HookDecision is a PreToolUse decision.
+type HookDecision struct {
+	HookEventName            string `json:"hookEventName"`      // "PreToolUse"
+	PermissionDecision       string `json:"permissionDecision"` // "allow" or "deny"
+	PermissionDecisionReason string `json:"permissionDecisionReason"`
+}
+
+// hookVerdict is a decision and its reason.
+type hookVerdict struct {
+	allow  bool
+	reason string
+}
+
+// runHook reads the client's hook input on stdin, asks, and prints the
+// client's decision; it returns the exit status the client reads. It
+// always prints a decision: a failure to ask is a deny with the reason,
+// never a silent allow. Whatever the agent or the bridge does (frozen,
+// restarting, gone), the deny is printed HookDeadline(wait) after the
+// start at the latest, before the client's own hook timeout.
+func runHook(ctx context.Context, e Env, h *HookClient, path string, pathErr error, wait time.Duration) int {
+	ctx, cancel := context.WithTimeout(ctx, HookDeadline(wait))
+	defer cancel()
+	event := make(chan string, 1) // the input's event, once read
+	done := make(chan hookVerdict, 1)
+	go func() { done <- decideHook(ctx, e, h, path, pathErr, wait, event) }()
+	var v hookVerdict
+	select {
+	case v = <-done:
+	case <-ctx.Done():
+		reason := fmt.Sprintf("No decision within %s; Collie denies by default", HookDeadline(wait))
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			reason = "Collie's hook was stopped before a decision; denied by default"
+		}
+		v = hookVerdict{reason: reason}
+	}
+	ev := h.Events[0]
+	select {
+	case ev = <-event:
+	default:
+	}
+	return h.Print(e.Stdout, e.Stderr, ev, v.allow, v.reason)
+}
+
+// decideHook is runHook's work, run under its deadline. It sends the
+// input's event on event once it is read.
+func decideHook(ctx context.Context, e Env, h *HookClient, path string, pathErr error, wait time.Duration, event chan<- string) hookVerdict {
+	deny := func(reason string) hookVerdict { return hookVerdict{reason: reason} }
+	data, err := io.ReadAll(io.LimitReader(e.Stdin, hookInputCap+1))
+	if err != nil {
+		return deny("Collie could not read the hook input (" + err.Error() + "); denied by default")
+	}
+	if len(data) > hookInputCap {
+		return deny(fmt.Sprintf("the tool call is over %d bytes, too large to show on a phone; Collie denies it by default", hookInputCap))
+	}
+	var in PreToolUse
+	// Open schema (the client's), but read as a JSON.parse reads it:
+	// exact-case, so "Tool_Name" is not tool_name, and a name twice or
+	// invalid UTF-8 is refused, so what the human is shown is what runs.
+	if err := jsonstrict.Unmarshal(data, &in, jsonstrict.Open); err != nil {
+		return deny("Collie could not read the hook input as JSON (" + err.Error() + "); denied by default")
+	}
+	if !h.handles(in.HookEventName) || in.ToolName == "" {
+		return deny(fmt.Sprintf("collie ask --hook %s handles %s, not %q; fix the hook's event in %s's settings (collie setup %s writes them)",
+			h.Name, strings.Join(h.Events, " and "), in.HookEventName, h.Label, h.Name))
+	}
+	event <- in.HookEventName
+	if h.isCollieMCPTool(in.ToolName) {
+		return hookVerdict{allow: true, reason: "collie's own MCP tool asks the user itself"}
+	}
+	if pathErr != nil {
+		return deny("Collie could not find the agent to ask (" + pathErr.Error() + "); denied by default")
+	}
+	r := questionFor(h, in)
+	r.RequestID = newID("hook")
+	r.TimeoutSeconds = int64(max(wait.Round(time.Second)/time.Second, 1))
+	if err := r.Validate(); err != nil {
+		return deny("Collie could not make a question of this tool call (" + err.Error() + "); denied by default")
+	}
+	c := e.clientFor(path)
+	dl, _ := ctx.Deadline()
+	rep, err := c.wait(ctx, r, dl)
+	if err != nil {
+		return deny("Collie could not ask (" + e.describeErr(err, path) + "); denied by default")
+	}
+	decision, reason := hookDecision(rep, wait)
+	return hookVerdict{allow: decision == "allow", reason: reason}
+}
+
+// hookDecision turns the agent's reply into a PreToolUse decision: allow
+// only for a human's "yes" or a grant the human made.
+func hookDecision(rep wire.AskReply, timeout time.Duration) (decision, reason string) {
+	note := ""
+	if rep.Reason != "" {
+		note = ": " + rep.Reason
+	}
+	switch rep.Status {
+	case wire.StatusAnswered:
+		if len(rep.OptionIDs) == 1 && rep.OptionIDs[0] == wire.Yes {
+			if rep.Grant != "" && !rep.Always {
+				return "allow", "Allowed through Collie by an always-allow grant the user made on a paired device (" + rep.Reason + ")"
+			}
+			return "allow", "Allowed by the user on a paired device through Collie" + note
+		}
+		return "deny", "Denied by the user on a paired device through Collie" + note
+	case wire.StatusTimedOut:
+		return "deny", fmt.Sprintf("No answer from the user within %s; Collie denies by default", timeout)
+	case wire.StatusWithdrawn:
+		return "deny", "The user withdrew the question on a paired device (" + rep.Reason + "); Collie denies by default"
+	}
+	return "deny", "Collie got no decision (" + rep.Status + "); denied by default"
+}
+
+// QuestionFor makes the yes-no question for a tool call: a title that says
+// what the tool is about to do, a rationale with the detail, the tool-call
+// key (Claude Code's tool_use_id, or a hash of the call), and the tool and
+// command for "always allow".
+func QuestionFor(in PreToolUse) wire.AskRequest { return questionFor(claudeHook, in) }
+
+// questionFor is QuestionFor for the client h: its label, its tool names.
+func questionFor(h *HookClient, in PreToolUse) wire.AskRequest {
+	var ti map[string]any
+	jsonstrict.Unmarshal(in.ToolInput, &ti) // checked whole in hookClaude; broken, it shows nothing
+	str := func(k string) string {
+		s, _ := ti[k].(string)
+		return s
+	}
+	var title, detail, command string
+	switch h.canonicalTool(in.ToolName) {
+	case "Bash":
+		command = str("command")
+		title = "Run: " + firstLine(command)
+		detail = "$ " + command
+		if d := str("description"); d != "" {
+			detail = d + "\n\n" + detail
+		}
+	case "Write":
+		command = str("file_path")
+		title = "Write " + command
+		detail = str("content")
+	case "Edit", "MultiEdit":
+		command = str("file_path")
+		title = "Edit " + command
+		if old, nw := str("old_string"), str("new_string"); old != "" || nw != "" {
+			detail = prefixLines("- ", old) + "\n" + prefixLines("+ ", nw)
+		} else {
+			detail = compact(in.ToolInput)
+		}
+	case "NotebookEdit":
+		command = str("notebook_path")
+		title = "Edit notebook " + command
+		detail = str("new_source")
+	case "Read":
+		command = str("file_path")
+		title = "Read " + command
+	case "WebFetch":
+		command = str("url")
+		title = "Fetch " + command
+		detail = str("prompt")
+	case "WebSearch":
+		command = str("query")
+		title = "Search the web for " + command
+	default:
+		title = "Use " + in.ToolName
+		detail = compact(in.ToolInput)
+	}
+	// Every cleaning and cut below is told on the card (X3): the flags
+	// become the request's shortened mark.
+	title, t := sanitize.Line(h.Label+": "+title, sanitize.TitleBytes)
+	where, w := "", false
+	if in.Cwd != "" {
+		where, w = sanitize.Line(in.Cwd, sanitize.RationaleBytes/4)
+		where = "\n\nin " + where
+	}
+	rationale, e := Excerpt(strings.TrimSpace(detail), sanitize.RationaleBytes-len(where))
+	rationale, b := sanitize.Block(strings.TrimSpace(rationale+where), sanitize.RationaleBytes)
+	r := wire.AskRequest{Kind: wire.AskYesNo, Title: title, Rationale: rationale, ToolCall: toolCallKey(h, in), Shortened: t || w || e || b}
+	if e {
+		r.Detail = DetailOf(strings.TrimSpace(detail))
+	}
+	// A command too long to send whole takes no part in "always allow": a
+	// cut command could match a grant the whole one would not.
+	if name, _ := sanitize.Line(in.ToolName, sanitize.LabelBytes); name == in.ToolName && len(command) <= sanitize.SendMaxBytes && utf8.ValidString(command) {
+		r.Tool = &wire.ToolRef{Name: in.ToolName, Command: command}
+	}
+	return r
+}
+
+// toolCallKey is the D9 key: Claude Code's tool_use_id when it is a valid
+// id, otherwise a hash of the session and the call.
+func toolCallKey(hc *HookClient, in PreToolUse) string {
+	if in.ToolUseID != "" && sanitize.ValidID(in.ToolUseID) && len(in.ToolUseID) <= 100 {
+		return hc.Name + "-" + in.ToolUseID
+	}
+	sum := sha256.New()
+	sum.Write([]byte(in.SessionID + "\x00" + in.ToolName + "\x00"))
+	var buf bytes.Buffer
+	json.Compact(&buf, in.ToolInput)
+	sum.Write(buf.Bytes())
+	return hc.Name + "-" + hex.EncodeToString(sum.Sum(nil))[:40]
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
+
+func prefixLines(p, s string) string {
+	if s == "" {
+		return ""
+	}
+	return p + strings.ReplaceAll(s, "\n", "\n"+p)
+}
+
+func compact(raw json.RawMessage) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return string(raw)
+	}
+	return buf.String()
+}

@@ -1,5 +1,0 @@
-//go:build !unix
-
-package agentauth
-
-const oNoFollow = 0

@@ -1,8 +1,0 @@
-//go:build unix
-
-package agentauth
-
-import "golang.org/x/sys/unix"
-
-// oNoFollow makes Open refuse a symbolic link where the store should be.
-const oNoFollow = unix.O_NOFOLLOW

@@ -1,0 +1,307 @@
+package device
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/collie-linux/collie/internal/protocol/bearer"
+	"github.com/collie-linux/collie/internal/protocol/wire"
+)
+
+// WriteHeader must be on every write, pairing included. A browser cannot
+// add it to a cross-site request without a CORS preflight, which this
+// server never grants, so a page on another site cannot make a device's
+// browser write (D6). Clients outside a browser simply send it.
+const WriteHeader = "Collie-Write"
+
+// CookieName carries the credential for the web app. It is HttpOnly and
+// SameSite=Strict, so other sites' pages never send it.
+const CookieName = "collie_device"
+
+type ctxKey struct{}
+
+// deviceOf returns the device a request was authenticated as.
+func deviceOf(ctx context.Context) Device {
+	d, _ := ctx.Value(ctxKey{}).(Device)
+	return d
+}
+
+// credential reads the device credential from the Authorization header
+// (bearer.Token, the one parser of it) or the web app's cookie.
+func credential(r *http.Request) string {
+	if tok, ok := bearer.Token(r.Header); ok {
+		return tok
+	}
+	if c, err := r.Cookie(CookieName); err == nil {
+		return c.Value
+	}
+	return ""
+}
+
+// router is the only way a route is added to the device API. A read is
+// GET only; every other method goes through write, which puts the write
+// gate in front of the handler: a state-changing route outside the gate
+// cannot be registered. ServeHTTP refuses a request for another host
+// before any route, and refuses a state-changing method on a route the
+// gate does not guard (TestEveryWriteIsGated walks the routes).
+type router struct {
+	a      *API
+	mux    *http.ServeMux
+	routes []route
+	gated  map[string]bool // patterns
+	agent  map[string]bool // patterns of the agent surface
+}
+
+type route struct {
+	pattern string
+	gated   bool
+	agent   bool   // the agent surface's: its own credentials, never a page's
+	write   string // a gated route's write, as refusals and the audit log name it
+}
+
+func newRouter(a *API) *router {
+	return &router{a: a, mux: http.NewServeMux(), gated: map[string]bool{}, agent: map[string]bool{}}
+}
+
+// agentRoute registers a route of the agent surface (loginwire.Routes,
+// served by h). Its callers are programs with their own
+// credentials (the platform's assertion, a grant, a token), never a
+// device's cookie, and never a web page: a request that carries an
+// Origin (any browser's cross-origin or same-origin write) is refused
+// before h, and each source is rate-limited.
+func (rt *router) agentRoute(pattern string, h http.Handler) {
+	rt.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Origin") != "" || r.Header.Get("Sec-Fetch-Site") != "" {
+			rt.a.refusals.add(refusal{source: sourceOf(r), Refusal: Refusal{Code: "cross-site", Reason: "a web page called the agent surface"}})
+			apiError(w, http.StatusForbidden, "cross-site", "the agent surface answers programs, never a web page")
+			return
+		}
+		if ok, wait := rt.a.srcAgent.take(sourceOf(r)); !ok {
+			apiError(w, http.StatusTooManyRequests, "rate-limited", rt.a.srcAgent.refusal(w, "requests from this address", wait))
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	rt.routes = append(rt.routes, route{pattern: pattern, agent: true})
+	rt.agent[pattern] = true
+}
+
+// read registers a GET route (HEAD comes with it). It has no gate: reads
+// change nothing; the Host check covers them.
+func (rt *router) read(pattern string, h http.Handler) {
+	if !strings.HasPrefix(pattern, "GET ") {
+		panic("device: a read route is GET only, not " + pattern)
+	}
+	rt.mux.Handle(pattern, h)
+	rt.routes = append(rt.routes, route{pattern: pattern})
+}
+
+// write registers a POST (or DELETE) route behind the write gate.
+func (rt *router) write(pattern string, spec gateSpec, h gatedFunc) {
+	if !strings.HasPrefix(pattern, "POST ") && !strings.HasPrefix(pattern, "DELETE ") {
+		panic("device: a write route is POST or DELETE, not " + pattern)
+	}
+	rt.mux.Handle(pattern, rt.a.gate(spec, h))
+	rt.routes = append(rt.routes, route{pattern: pattern, gated: true, write: spec.write})
+	rt.gated[pattern] = true
+}
+
+func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r, err := rt.a.site.front(r)
+	if err != nil {
+		apiErrorHint(w, http.StatusBadRequest, "bad-forwarded", err.Error(), "set the proxy to send "+rt.a.site.proxyHeaderNames()+" as it forwards, or change proxy_headers in [devices] of config.toml")
+		return
+	}
+	if !rt.a.site.hostOK(r) {
+		rt.a.refusals.add(refusal{source: sourceOf(r), Refusal: Refusal{Code: "wrong-host", Reason: "another host name"}})
+		apiErrorHint(w, http.StatusMisdirectedRequest, "wrong-host", "this is not the address of Collie's device API", "open the address collie pair prints")
+		return
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		// A browser sends Origin on a read only when another origin's
+		// page asks (CORS): that page gets nothing. Writes are the gate's.
+		if r.Header.Get("Origin") != "" && !rt.a.site.originOK(r) {
+			rt.a.refusals.add(refusal{source: sourceOf(r), Refusal: Refusal{Code: "cross-site", Reason: "a read from another site's page"}})
+			apiError(w, http.StatusForbidden, "cross-site", "this bridge answers only its own page")
+			return
+		}
+	default:
+		if _, pattern := rt.mux.Handler(r); !rt.gated[pattern] && !rt.agent[pattern] {
+			apiError(w, http.StatusMethodNotAllowed, "method-not-allowed", r.Method+" is not a route of the device API")
+			return
+		}
+	}
+	rt.mux.ServeHTTP(w, r)
+}
+
+// gateSpec says what a route's gate asks for.
+type gateSpec struct {
+	write  string   // the write's name ("answer", …, or "pair"), as refusals record it
+	paired bool     // a paired device's credential is needed
+	source *limiter // the per-source rate for this route
+}
+
+// gatedFunc is a handler behind the gate, with the call's context.
+type gatedFunc func(w http.ResponseWriter, r *http.Request, c *call)
+
+// call is one request that passed the gate.
+type call struct {
+	a      *API
+	source string
+	dev    Device
+	agent  string
+	write  string
+}
+
+// refuse answers a refused write and records it: coalesced per source and
+// kind, so a flood cannot rotate the audit log away.
+func (c *call) refuse(w http.ResponseWriter, status int, code, msg string, req wire.Request) {
+	c.refuseAs(w, c.dev.ID, status, code, msg, req)
+}
+
+func (c *call) refuseAs(w http.ResponseWriter, device string, status int, code, msg string, req wire.Request) {
+	c.a.refusals.add(refusal{source: c.source, Refusal: Refusal{Device: device, Agent: c.agent, Write: c.write, Req: req, Code: code, Reason: msg}})
+	apiError(w, status, code, msg)
+}
+
+// gate is the write gate (D6), in front of every state-changing route:
+//
+//  1. the Host is this site's (421 wrong-host);
+//  2. the request is from this site's own page: Origin on the site's list
+//     (or none, from a client outside a browser), and the header
+//     Collie-Write: 1 (403 cross-site). These come before any limit, so a
+//     cross-site page in the device's own browser uses up nothing;
+//  3. the source's rate (429 rate-limited);
+//  4. where needed, a paired device's credential (401 not-paired, or
+//     revoked for a revoked device's: whyUnpaired),
+//     authenticated and registered in one step, so a revoke cuts the
+//     request off;
+//  5. the device's rate (429 rate-limited).
+//
+// Every refusal is recorded through refusals: the first of a kind at
+// once, repeats counted.
+func (a *API) gate(spec gateSpec, next gatedFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := &call{a: a, source: sourceOf(r), agent: r.PathValue("agent"), write: spec.write}
+		device := NoDevice
+		if spec.paired {
+			device = a.o.Store.Identify(credential(r))
+		}
+		if !a.site.hostOK(r) {
+			c.refuseAs(w, device, http.StatusMisdirectedRequest, "wrong-host", "this is not the address of Collie's device API; open the address collie pair prints", nil)
+			return
+		}
+		if !a.site.originOK(r) || r.Header.Get(WriteHeader) != "1" {
+			c.refuseAs(w, device, http.StatusForbidden, "cross-site", "a write needs the "+WriteHeader+": 1 header from this bridge's own page", nil)
+			return
+		}
+		if ok, wait := spec.source.take(c.source); !ok {
+			c.refuseAs(w, device, http.StatusTooManyRequests, "rate-limited", spec.source.refusal(w, "requests from this address", wait), nil)
+			return
+		}
+		if spec.paired {
+			d, _, ctx, leave, ok := a.feed.enter(r.Context(), credential(r), false)
+			if !ok {
+				dev, u := a.whyUnpaired(credential(r))
+				c.refuseAs(w, dev, http.StatusUnauthorized, u.code, u.message+"; "+u.hint, nil)
+				return
+			}
+			defer leave()
+			c.dev = d
+			if ok, wait := a.writes.take(d.ID); !ok {
+				c.refuse(w, http.StatusTooManyRequests, "rate-limited", a.writes.refusal(w, "writes from this device", wait), nil)
+				return
+			}
+			r = r.WithContext(context.WithValue(ctx, ctxKey{}, d))
+		}
+		next(w, r, c)
+	})
+}
+
+// limiter is a token bucket per key (a device, a source): a flood is
+// refused rather than passed on.
+type limiter struct {
+	rate  float64 // tokens a second
+	burst float64
+	now   func() time.Time
+
+	mu      sync.Mutex
+	buckets map[string]*bucket
+}
+
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// maxBuckets bounds a limiter's memory: past it, buckets that have filled
+// up again (idle keys) are forgotten, which changes nothing for them.
+const maxBuckets = 4096
+
+func newLimiter(rate, burst float64, now func() time.Time) *limiter {
+	return &limiter{rate: rate, burst: burst, now: now, buckets: map[string]*bucket{}}
+}
+
+// take takes a token for key; without one, wait is how long until the
+// next one is there.
+func (l *limiter) take(key string) (ok bool, wait time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	b, ok := l.buckets[key]
+	if !ok {
+		if len(l.buckets) >= maxBuckets {
+			l.prune(now)
+		}
+		b = &bucket{tokens: l.burst, last: now}
+		l.buckets[key] = b
+	}
+	b.tokens = min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
+	b.last = now
+	if b.tokens < 1 {
+		return false, time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
+	}
+	b.tokens--
+	return true, 0
+}
+
+// refusal is the sentence of a 429 for what ("writes from this device"):
+// the limit as it is (a burst, then a steady rate) and when the next
+// request is let through, which it also sets as Retry-After (whole
+// seconds, rounded up).
+func (l *limiter) refusal(w http.ResponseWriter, what string, wait time.Duration) string {
+	secs := max(1, int(math.Ceil(wait.Seconds())))
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	when := "in 1 second"
+	if secs > 1 {
+		when = fmt.Sprintf("in %d seconds", secs)
+	}
+	return fmt.Sprintf("too many %s: %s; try again %s", what, l.describe(), when)
+}
+
+// describe says the limit in words: "40 at once, then 10 a second".
+func (l *limiter) describe() string {
+	rate := ""
+	switch {
+	case l.rate >= 1:
+		rate = fmt.Sprintf("%g a second", l.rate)
+	case l.rate > 0:
+		rate = fmt.Sprintf("one every %g seconds", 1/l.rate)
+	}
+	return fmt.Sprintf("at most %g at once, then %s", l.burst, rate)
+}
+
+func (l *limiter) prune(now time.Time) {
+	for k, b := range l.buckets {
+		if b.tokens+now.Sub(b.last).Seconds()*l.rate >= l.burst {
+			delete(l.buckets, k)
+		}
+	}
+}

@@ -1,0 +1,204 @@
+package doctor
+
+import (
+	"context"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/collie-linux/collie/internal/agent/ask"
+)
+
+// TestCodingAgents_D1: a row for each installed or configured coding
+// agent, failing where the hook would let a tool run unasked or be killed
+// before its deny.
+func TestCodingAgents_D1(t *testing.T) {
+	const collie = "/usr/bin/collie"
+	claude := ask.HookClientNamed("claude")
+	gemini := ask.HookClientNamed("gemini")
+	codex := ask.HookClientNamed("codex")
+	merged := func(h *ask.HookClient, wait time.Duration) string {
+		b, _, err := h.MergeSettings(nil, "/home/u/"+h.Settings.UserFile, collie, wait)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	for _, tc := range []struct {
+		name      string
+		installed []string
+		files     map[string]string // under /home/u
+		runnable  bool
+		want      map[string]Status // subject: status
+		wantMsg   string
+	}{
+		{name: "nothing installed", want: map[string]Status{}},
+		{name: "claude without hook", installed: []string{"claude"}, want: map[string]Status{"Claude Code": Warn}, wantMsg: "without collie's hook"},
+		{name: "claude set up", installed: []string{"claude"}, runnable: true,
+			files: map[string]string{".claude/settings.json": merged(claude, ask.SetupWait)}, want: map[string]Status{"Claude Code": OK}, wantMsg: "blocks the tool"},
+		{name: "claude collie missing", installed: []string{"claude"}, runnable: false,
+			files: map[string]string{".claude/settings.json": merged(claude, ask.SetupWait)}, want: map[string]Status{"Claude Code": Fail}, wantMsg: "cannot be run here"},
+		{name: "claude fails open", runnable: true,
+			files: map[string]string{".claude/settings.json": `{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"/usr/bin/collie ask --hook claude --timeout 55s"}]}]}}`},
+			want:  map[string]Status{"Claude Code": Fail}, wantMsg: `no "onFailure"`},
+		{name: "claude timeout too short", runnable: true,
+			files: map[string]string{".claude/settings.json": `{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","onFailure":"block","timeout":60,"command":"/usr/bin/collie ask --hook claude --timeout 58s"}]}]}}`},
+			want:  map[string]Status{"Claude Code": Fail}, wantMsg: "stops the hook after 1m0s"},
+		{name: "gemini set up, broken claude", runnable: true,
+			files: map[string]string{".gemini/settings.json": merged(gemini, ask.SetupWait), ".claude/settings.json": "{"},
+			want:  map[string]Status{"Gemini CLI": OK, "Claude Code": Fail}, wantMsg: "outlives its timeout"},
+		// OpenCode has no command hook: no hook row, so no "hook missing" warning.
+		{name: "opencode has no hook row", installed: []string{"opencode"}, want: map[string]Status{}},
+		{name: "codex without hook", installed: []string{"codex"}, want: map[string]Status{"Codex": Warn}, wantMsg: "Codex is installed without"},
+		{name: "codex set up", runnable: true, files: map[string]string{".codex/config.toml": merged(codex, ask.SetupWait)},
+			want: map[string]Status{"Codex": OK}, wantMsg: "Codex's own timeout is 2m15s"},
+		{name: "codex untrusted", runnable: true, files: map[string]string{".codex/config.toml": strings.ReplaceAll(merged(codex, ask.SetupWait), "sha256:", "sha256:0")},
+			want: map[string]Status{"Codex": Fail}, wantMsg: "skips collie's hook"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Clients{Home: "/home/u", Getenv: func(string) string { return "" },
+				LookPath: func(f string) (string, error) {
+					for _, i := range tc.installed {
+						if i == f {
+							return "/usr/bin/" + f, nil
+						}
+					}
+					return "", fs.ErrNotExist
+				},
+				ReadFile: func(name string) ([]byte, error) {
+					rel, _ := filepath.Rel("/home/u", name)
+					if s, ok := tc.files[rel]; ok {
+						return []byte(s), nil
+					}
+					return nil, fs.ErrNotExist
+				},
+				Executable: func(string) bool { return tc.runnable },
+			}
+			rows := checkCodingAgents(context.Background(), &Env{Clients: c})
+			got := map[string]Status{}
+			all := ""
+			for _, r := range rows {
+				if strings.HasSuffix(r.Subject, " MCP server") {
+					continue // TestCodingAgentsMCP_D1
+				}
+				got[r.Subject] = r.Status
+				all += r.Message + "\n"
+				if r.Status != OK && r.Fix == "" {
+					t.Errorf("row %+v has no fix", r)
+				}
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("rows %+v, want %v", rows, tc.want)
+			}
+			for k, v := range tc.want {
+				if got[k] != v {
+					t.Fatalf("rows %+v, want %v", rows, tc.want)
+				}
+			}
+			if !strings.Contains(all, tc.wantMsg) {
+				t.Fatalf("messages %q lack %q", all, tc.wantMsg)
+			}
+		})
+	}
+}
+
+// TestCodingAgentsMCP_D1: beside the hook's row, each installed or
+// configured coding agent has a row for collie's MCP server: there and
+// running a collie that exists, missing (optional, so not a warning),
+// pointing at a collie that is gone, or running something else.
+func TestCodingAgentsMCP_D1(t *testing.T) {
+	const collie = "/usr/bin/collie"
+	claude := ask.HookClientNamed("claude")
+	codex := ask.HookClientNamed("codex")
+	opencode := ask.HookClientNamed("opencode")
+	mcp := func(h *ask.HookClient, old string) string {
+		b, _, err := h.MergeMCP([]byte(old), collie)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	for _, tc := range []struct {
+		name      string
+		installed []string
+		files     map[string]string // under /home/u; p/ is the project
+		runnable  bool
+		want      map[string]Status // subject: status
+		wantMsg   string
+	}{
+		{name: "nothing installed", want: map[string]Status{}},
+		{name: "claude without server", installed: []string{"claude"}, want: map[string]Status{"Claude Code MCP server": OK}, wantMsg: "not set up for Claude Code"},
+		{name: "claude user server", runnable: true, files: map[string]string{".claude.json": mcp(claude, `{"numStartups": 3}`)},
+			want: map[string]Status{"Claude Code MCP server": OK}, wantMsg: "collie's MCP server is in /home/u/.claude.json"},
+		{name: "claude project server", runnable: true, installed: []string{"claude"}, files: map[string]string{"p/.mcp.json": mcp(claude, "")},
+			want: map[string]Status{"Claude Code MCP server": OK}, wantMsg: "in /home/u/p/.mcp.json"},
+		{name: "claude collie gone", runnable: false, files: map[string]string{".claude.json": mcp(claude, "")},
+			want: map[string]Status{"Claude Code MCP server": Warn}, wantMsg: "/usr/bin/collie (in /home/u/.claude.json), which cannot be run here"},
+		{name: "claude relative collie", runnable: true, files: map[string]string{".claude.json": `{"mcpServers": {"collie": {"command": "collie", "args": ["mcp"]}}}`},
+			want: map[string]Status{"Claude Code MCP server": Warn}, wantMsg: "cannot be run here"},
+		{name: "claude wrong args", runnable: true, files: map[string]string{".claude.json": `{"mcpServers": {"collie": {"command": "/usr/bin/collie", "args": ["ask"]}}}`},
+			want: map[string]Status{"Claude Code MCP server": Warn}, wantMsg: "runs /usr/bin/collie ask, not /usr/bin/collie mcp"},
+		{name: "claude broken .claude.json", installed: []string{"claude"}, files: map[string]string{".claude.json": `{`},
+			want: map[string]Status{"Claude Code MCP server": Warn}, wantMsg: "/home/u/.claude.json: settings file: not JSON"},
+		{name: "codex server", runnable: true, files: map[string]string{".codex/config.toml": mcp(codex, "model = \"o3\"\n")},
+			want: map[string]Status{"Codex MCP server": OK}, wantMsg: "Codex can ask you a question itself"},
+		{name: "opencode without server", installed: []string{"opencode"}, want: map[string]Status{"OpenCode MCP server": OK}, wantMsg: "collie setup opencode adds it"},
+		{name: "opencode user server", runnable: true, files: map[string]string{".config/opencode/opencode.json": mcp(opencode, `{"$schema": "https://opencode.ai/config.json"}`)},
+			want: map[string]Status{"OpenCode MCP server": OK}, wantMsg: "in /home/u/.config/opencode/opencode.json: OpenCode can ask you"},
+		{name: "opencode project server", runnable: true, files: map[string]string{"p/opencode.json": mcp(opencode, "")},
+			want: map[string]Status{"OpenCode MCP server": OK}, wantMsg: "in /home/u/p/opencode.json"},
+		{name: "opencode wrong command", runnable: true, files: map[string]string{"p/opencode.json": `{"mcp": {"collie": {"type": "local", "command": ["/usr/bin/collie", "ask"]}}}`},
+			want: map[string]Status{"OpenCode MCP server": Warn}, wantMsg: "runs /usr/bin/collie ask, not /usr/bin/collie mcp"},
+		{name: "opencode broken config", installed: []string{"opencode"}, files: map[string]string{".config/opencode/opencode.json": `{`},
+			want: map[string]Status{"OpenCode MCP server": Warn}, wantMsg: "/home/u/.config/opencode/opencode.json: settings file"},
+		{name: "gemini broken settings said once", files: map[string]string{".gemini/settings.json": `{`},
+			want: map[string]Status{"Gemini CLI MCP server": OK}, wantMsg: "not set up for Gemini CLI"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Clients{Home: "/home/u", Project: "/home/u/p", Getenv: func(string) string { return "" },
+				LookPath: func(f string) (string, error) {
+					for _, i := range tc.installed {
+						if i == f {
+							return "/usr/bin/" + f, nil
+						}
+					}
+					return "", fs.ErrNotExist
+				},
+				ReadFile: func(name string) ([]byte, error) {
+					rel, _ := filepath.Rel("/home/u", name)
+					if s, ok := tc.files[rel]; ok {
+						return []byte(s), nil
+					}
+					return nil, fs.ErrNotExist
+				},
+				Executable: func(string) bool { return tc.runnable },
+			}
+			rows := checkCodingAgents(context.Background(), &Env{Clients: c})
+			got := map[string]Status{}
+			all := ""
+			for _, r := range rows {
+				if !strings.HasSuffix(r.Subject, " MCP server") {
+					continue
+				}
+				got[r.Subject] = r.Status
+				all += r.Message + "\n"
+				if r.Status != OK && r.Fix == "" {
+					t.Errorf("row %+v has no fix", r)
+				}
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("rows %+v, want %v", rows, tc.want)
+			}
+			for k, v := range tc.want {
+				if got[k] != v {
+					t.Fatalf("rows %+v, want %v", rows, tc.want)
+				}
+			}
+			if !strings.Contains(all, tc.wantMsg) {
+				t.Fatalf("messages %q lack %q", all, tc.wantMsg)
+			}
+		})
+	}
+}

@@ -1,0 +1,291 @@
+package upstream
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/collie-linux/collie/internal/agent/durable"
+	"github.com/collie-linux/collie/internal/protocol/wire"
+	"github.com/collie-linux/collie/internal/testkit/testenv"
+	"github.com/collie-linux/collie/internal/testkit/tlstest"
+)
+
+const (
+	oldToken = "0123456789abcdef0123456789abcdef-old-token"
+	newToken = "fedcba9876543210fedcba9876543210-new-token"
+)
+
+// tlsAgent is a durable agent served over real TLS on loopback.
+type tlsAgent struct {
+	URL      string
+	requests atomic.Int64
+	bytes    *countingListener
+	tokens   atomic.Pointer[durable.Tokens]
+}
+
+// startTLSAgent serves h (or a real durable agent when h is nil) with cert,
+// behind the token check.
+func startTLSAgent(t *testing.T, cert tls.Certificate, h http.Handler) *tlsAgent {
+	t.Helper()
+	a := &tlsAgent{}
+	a.tokens.Store(&durable.Tokens{Current: oldToken})
+	if h == nil {
+		srv, err := durable.NewServer(wire.Hello{Agent: "remote"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.SetSnapshot(demo)
+		h = srv.Handler()
+	}
+	checked := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.requests.Add(1)
+		durable.RequireToken(*a.tokens.Load(), h).ServeHTTP(w, r)
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.bytes = &countingListener{Listener: l}
+	srv := &http.Server{Handler: checked, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
+	go srv.ServeTLS(a.bytes, "", "")
+	t.Cleanup(func() { srv.Close() })
+	a.URL = "https://localhost:" + fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+	return a
+}
+
+func newClient(t *testing.T, url, token, caFile string, timeout time.Duration) Client {
+	t.Helper()
+	c, err := NewHTTPS(url, token, HTTPSOptions{CAFile: caFile, Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestHTTPSGoodAgent(t *testing.T) {
+	ca := tlstest.NewCA(t, t.TempDir())
+	var seen []*http.Request
+	var mu sync.Mutex
+	inner, _ := durable.NewServer(wire.Hello{Agent: "remote"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	inner.SetSnapshot(demo)
+	a := startTLSAgent(t, ca.Issue(t, "localhost"), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Clone(context.Background()))
+		mu.Unlock()
+		inner.Handler().ServeHTTP(w, r)
+	}))
+	c := newClient(t, a.URL+"/", oldToken, ca.File, 0)
+	ctx := context.Background()
+	if h, err := c.Hello(ctx); err != nil || h.Agent != "remote" {
+		t.Fatalf("hello = %+v, %v", h, err)
+	}
+	rd, err := c.Snapshot(ctx, "")
+	if err != nil || rd.Snapshot == nil {
+		t.Fatalf("snapshot: %+v %v", rd, err)
+	}
+	rd2, err := c.Snapshot(ctx, rd.ETag)
+	if err != nil || !rd2.NotModified {
+		t.Fatalf("K7 second poll: %+v %v, want 304", rd2, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, r := range seen {
+		if r.Method != http.MethodGet || r.ContentLength > 0 || r.Header.Get("Authorization") != "Bearer "+oldToken || r.Header.Get(wire.VersionHeader) != "1" {
+			t.Errorf("K7 request %s %s: headers %v, length %d", r.Method, r.URL.Path, r.Header, r.ContentLength)
+		}
+	}
+	if got := seen[len(seen)-1].Header.Get("If-None-Match"); got != rd.ETag {
+		t.Errorf("K7 If-None-Match = %q, want %q", got, rd.ETag)
+	}
+}
+
+func TestHTTPSTokens(t *testing.T) {
+	ca := tlstest.NewCA(t, t.TempDir())
+	a := startTLSAgent(t, ca.Issue(t, "localhost"), nil)
+	ctx := context.Background()
+	poll := func(token string) error {
+		_, err := newClient(t, a.URL, token, ca.File, 0).Snapshot(ctx, "")
+		return err
+	}
+	refused := func(err error) bool {
+		var u *Unreachable
+		return errors.As(err, &u) && u.Reason == ReasonTokenRefused
+	}
+	if err := poll(newToken); !refused(err) {
+		t.Fatalf("K6 wrong token: err = %v, want %q", err, ReasonTokenRefused)
+	}
+	if err := poll(oldToken); err != nil {
+		t.Fatalf("K6 current token: %v", err)
+	}
+	// Rotation: the agent takes the next token while it still takes the old.
+	a.tokens.Store(&durable.Tokens{Current: oldToken, Next: newToken})
+	if err := poll(oldToken); err != nil {
+		t.Fatalf("K6 old token during rotation: %v", err)
+	}
+	if err := poll(newToken); err != nil {
+		t.Fatalf("K6 next token during rotation: %v", err)
+	}
+	a.tokens.Store(&durable.Tokens{Current: newToken})
+	if err := poll(oldToken); !refused(err) {
+		t.Fatalf("K6 old token after rotation: err = %v", err)
+	}
+	if err := poll(newToken); err != nil {
+		t.Fatalf("K6 new token after rotation: %v", err)
+	}
+}
+
+// TestHTTPSRedirectNotFollowed: the other host sees no request, so the
+// token never reaches it (K2).
+func TestHTTPSRedirectNotFollowed(t *testing.T) {
+	ca := tlstest.NewCA(t, t.TempDir())
+	other := startTLSAgent(t, ca.Issue(t, "localhost", "127.0.0.2"), nil)
+	l2, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		testenv.Unavailablef(t, "no 127.0.0.2 on this machine: %v", err)
+	}
+	l2.Close()
+	target := strings.Replace(other.URL, "localhost", "127.0.0.2", 1)
+	a := startTLSAgent(t, ca.Issue(t, "localhost"), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target+r.URL.Path, http.StatusFound)
+	}))
+	_, err = newClient(t, a.URL, oldToken, ca.File, 0).Snapshot(context.Background(), "")
+	if err == nil || !strings.Contains(err.Error(), "never follows redirects") {
+		t.Fatalf("err = %v, want a redirect refusal", err)
+	}
+	if n := other.requests.Load(); n != 0 {
+		t.Fatalf("K2: the other host saw %d requests", n)
+	}
+}
+
+func TestHTTPSBadReplies(t *testing.T) {
+	ca := tlstest.NewCA(t, t.TempDir())
+	t.Run("X4_5MiB_body_refused_at_cap", func(t *testing.T) {
+		var written atomic.Int64
+		a := startTLSAgent(t, ca.Issue(t, "localhost"), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			chunk := []byte(strings.Repeat(" ", 64<<10))
+			for i := 0; i < 80; i++ {
+				n, err := w.Write(chunk)
+				written.Add(int64(n))
+				if err != nil {
+					return
+				}
+			}
+		}))
+		_, err := newClient(t, a.URL, oldToken, ca.File, 0).Snapshot(context.Background(), "")
+		if !errors.Is(err, wire.ErrTooLarge) {
+			t.Fatalf("err = %v, want ErrTooLarge", err)
+		}
+	})
+	t.Run("K2_trickle_ended_by_deadline", func(t *testing.T) {
+		a := startTLSAgent(t, ca.Issue(t, "localhost"), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Write([]byte(`{"spaces":[`))
+			for i := 0; i < 60; i++ {
+				w.(http.Flusher).Flush()
+				time.Sleep(time.Second)
+				if _, err := w.Write([]byte(" ")); err != nil {
+					return
+				}
+			}
+		}))
+		start := time.Now()
+		_, err := newClient(t, a.URL, oldToken, ca.File, 2*time.Second).Snapshot(context.Background(), "")
+		if err == nil {
+			t.Fatal("a body trickling one byte a second was read to the end")
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("the deadline took %s to end a trickling body; it is 2 s", d)
+		}
+	})
+	t.Run("K2_wrong_name", func(t *testing.T) {
+		a := startTLSAgent(t, ca.Issue(t, "other.invalid"), nil)
+		_, err := newClient(t, a.URL, oldToken, ca.File, 0).Hello(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "certificate") {
+			t.Fatalf("err = %v, want a certificate error", err)
+		}
+	})
+	t.Run("K2_self_signed_without_CA_file", func(t *testing.T) {
+		a := startTLSAgent(t, tlstest.SelfSigned(t, "localhost"), nil)
+		_, err := newClient(t, a.URL, oldToken, "", 0).Hello(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "certificate") {
+			t.Fatalf("err = %v, want a certificate error", err)
+		}
+		if a.requests.Load() != 0 {
+			t.Fatal("a request reached an agent whose certificate was refused")
+		}
+	})
+	t.Run("bad_CA_file", func(t *testing.T) {
+		if _, err := NewHTTPS("https://localhost:1", oldToken, HTTPSOptions{CAFile: "/nonexistent/ca.pem"}); err == nil {
+			t.Fatal("a missing CA file was accepted")
+		}
+	})
+}
+
+// TestHTTPSIdlePollBytes measures what one idle poll costs on the wire
+// once the connection is open: a 304 should be a few hundred bytes (K8).
+func TestHTTPSIdlePollBytes(t *testing.T) {
+	ca := tlstest.NewCA(t, t.TempDir())
+	a := startTLSAgent(t, ca.Issue(t, "localhost"), nil)
+	c := newClient(t, a.URL, oldToken, ca.File, 0)
+	ctx := context.Background()
+	rd, err := c.Snapshot(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Snapshot(ctx, rd.ETag) // settle the connection
+	before := a.bytes.total()
+	const polls = 20
+	for i := 0; i < polls; i++ {
+		if r, err := c.Snapshot(ctx, rd.ETag); err != nil || !r.NotModified {
+			t.Fatal(err)
+		}
+	}
+	per := (a.bytes.total() - before) / polls
+	t.Logf("one idle poll over HTTPS: %d bytes on the wire (request and 304, TLS included); %d polls a day at 10 s", per, 24*60*60/10)
+	if per > 1000 {
+		t.Errorf("an idle poll costs %d bytes; a 304 should be a few hundred", per)
+	}
+}
+
+// countingListener counts the bytes its connections carry both ways.
+type countingListener struct {
+	net.Listener
+	n atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{Conn: c, n: &l.n}, nil
+}
+
+func (l *countingListener) total() int64 { return l.n.Load() }
+
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.n.Add(int64(n))
+	return n, err
+}

@@ -1,0 +1,52 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/collie-linux/collie/internal/protocol/wire"
+)
+
+func TestWrite(t *testing.T) {
+	var hits atomic.Int64
+	path := serveRaw(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		var req wire.SendRequest
+		if r.Method != http.MethodPost || r.URL.Path != wire.SendPath || json.NewDecoder(r.Body).Decode(&req) != nil {
+			wire.WriteError(w, 400, wire.CodeBadRequest, "bad")
+			return
+		}
+		if req.Text == "refuse me" {
+			wire.WriteError(w, http.StatusForbidden, wire.CodeCallerRefused, "the caller is the agent's own descendant")
+			return
+		}
+		json.NewEncoder(w).Encode(wire.WriteReply{RequestID: req.RequestID, Conversation: req.Conversation})
+	}))
+	c := NewSocket(path, os.Getuid())
+	ctx := context.Background()
+
+	reply, err := c.Write(ctx, wire.SendPath, &wire.SendRequest{RequestID: "r1", Conversation: "c", Text: "hello"})
+	if err != nil || reply.RequestID != "r1" || reply.Conversation != "c" {
+		t.Fatalf("reply = %+v, %v", reply, err)
+	}
+	_, err = c.Write(ctx, wire.SendPath, &wire.SendRequest{RequestID: "r2", Conversation: "c", Text: "refuse me"})
+	var ref *Refused
+	if !errors.As(err, &ref) || ref.Status != 403 || ref.Code != wire.CodeCallerRefused {
+		t.Fatalf("C2 refusal = %v, want *Refused 403 caller-refused", err)
+	}
+	before := hits.Load()
+	for _, text := range []string{"", strings.Repeat("a", 32769)} {
+		if _, err := c.Write(ctx, wire.SendPath, &wire.SendRequest{RequestID: "r3", Conversation: "c", Text: text}); err == nil {
+			t.Errorf("X4: a send of %d bytes was accepted", len(text))
+		}
+	}
+	if hits.Load() != before {
+		t.Fatal("X4: text of 0 or 32769 bytes reached the agent; it must be refused before sending")
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package loginservice
+
+const oNoFollow = 0
