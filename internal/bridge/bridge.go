@@ -2,6 +2,14 @@
 // keeps what they show after cleaning, and serves it to the collie command
 // and the device API.
 //
+// It heads the bridge's group, the packages below it: upstream (the client
+// of an agent) and sources (sources.json), device (the device API and its
+// web app), control (the control socket), view (the model both send),
+// audit (the audit log and receipts), push/... (the guard and the
+// providers), doctor (collie doctor) and config (config.toml, the XDG
+// paths). The group may link the protocol, the Linux primitives, the CLI
+// core and agent login's service side; only cmd/collie links this package.
+//
 // An agent that honours waiting reads is held in one: its
 // change reaches the bridge in milliseconds, and an idle agent is asked
 // once a minute (1,440 requests a day). An agent that does not is polled

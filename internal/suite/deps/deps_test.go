@@ -15,15 +15,19 @@ import (
 
 const module = "github.com/collie-linux/collie/"
 
-// Sides of the module. The bridge's side serves devices and reads agents;
-// the agent's side is the runtime a durable agent is built on; both link
-// the shared packages of the protocol and the system below them.
+// Sides of the module, as folders: each group under internal/ is one side
+// or layer (see its doc comment). The bridge's side serves devices and
+// reads agents; the agent's side is the runtime a durable agent is built
+// on and the programs that ask one; both link the protocol and the Linux
+// primitives below them.
 var (
-	bridgeSide = []string{"internal/bridge", "internal/bridge/device/...", "internal/bridge/upstream", "internal/bridge/sources",
-		"internal/bridge/control", "internal/bridge/audit", "internal/bridge/view", "internal/bridge/doctor", "internal/bridge/config"}
-	agentSide  = []string{"internal/agent/durable/...", "internal/agent/callercheck", "internal/agent/runcmd", "internal/agent/runagent"}
-	testHelper = []string{"testing", "internal/testkit/testenv", "internal/testkit/systemdtest", "internal/testkit/tlstest",
-		"internal/agent/durable/durabletest", "internal/testkit/hostiletest", "internal/testkit/memnet", "internal/bridge/push/webpush/pushtest", "internal/suite/e2e/..."}
+	bridgeSide   = []string{"internal/bridge/..."}
+	agentSide    = []string{"internal/agent/..."}
+	agentRuntime = []string{"internal/agent/durable/...", "internal/agent/callercheck", "internal/agent/runcmd", "internal/agent/runagent"}
+	loginClient  = []string{"internal/login/loginclient", "internal/login/loginstore"}
+	loginService = []string{"internal/login/loginservice", "internal/login/loginapi", "internal/login/loginhost"}
+	testHelper   = []string{"testing", "internal/testkit/...", "internal/suite/...", "internal/agent/durable/durabletest",
+		"internal/bridge/push/webpush/pushtest", "internal/login/loginwire/loginwiretest", "internal/protocol/bearer/bearertest"}
 	binaries = []string{"cmd/collie", "cmd/collie-agent"}
 )
 
@@ -61,15 +65,31 @@ var rules = []rule{
 	{Name: "collie-agent_links_no_bridge_side_package", From: []string{"cmd/collie-agent"},
 		Deny: bridgeSide,
 		Why:  "the reference agent is built on the agent's runtime and the protocol only; the bridge's store, clients and device API are not its business"},
-	{Name: "the_agent_runtime_links_no_bridge_side_package", From: agentSide,
+	{Name: "the_agent_side_links_no_bridge_side_package", From: agentSide,
 		Deny: bridgeSide,
-		Why:  "an agent built on internal/agent/durable must not carry the bridge in with it"},
+		Why:  "an agent built on internal/agent/durable, and the programs that ask it, must not carry the bridge in with them"},
+	{Name: "the_login_client_links_no_login_service", From: loginClient,
+		Deny: cat(loginService, bridgeSide),
+		Why:  "the client half of agent login runs in the agent's environment: it links the contract (loginwire), never the service's token store, handlers or boards"},
+	{Name: "the_protocol_links_only_the_protocol", From: []string{"internal/protocol/..."},
+		Only: []string{"internal/protocol/..."},
+		Why:  "both sides link the protocol, so it carries nothing of either side"},
+	{Name: "the_linux_primitives_link_only_each_other", From: []string{"internal/linux/..."},
+		Only: []string{"internal/linux/..."},
+		Why:  "the system primitives sit under both sides and know nothing of Collie above them"},
+	{Name: "the_cli_core_links_only_the_shared_layers", From: []string{"internal/cli/..."},
+		Only: []string{"internal/cli/...", "internal/protocol/...", "internal/linux/..."},
+		Why:  "both binaries share the command-line core, so it links neither side"},
+	{Name: "nothing_links_the_suite", From: []string{"..."},
+		Except: []string{"internal/suite/..."},
+		Deny:   []string{"internal/suite/..."},
+		Why:    "the tests over the whole tree are leaves: nothing depends on them"},
 	{Name: "collie_runs_no_agent_command", From: []string{"cmd/collie"},
 		Deny: []string{"internal/agent/runcmd"},
 		Why:  "the bridge reads agents over the protocol and never runs an agent's commands; it links the agent runtime only to host agent sessions' boards in memory (internal/login/loginhost)"},
 	{Name: "only_agenthost_hosts_boards", From: cat([]string{"internal/login/loginapi", "internal/login/loginservice", "internal/login/loginwire"}, bridgeSide),
 		Except: []string{"internal/bridge"},
-		Deny:   agentSide,
+		Deny:   agentRuntime,
 		Why:    "the device API, the agent service and the rest of the bridge's side reach an agent session's board only through loginhost's handler, over the protocol: none runs an agent's server"},
 	{Name: "binaries_link_no_test_helper", From: binaries,
 		Deny: testHelper,
@@ -84,7 +104,7 @@ var rules = []rule{
 		Only: []string{"internal/protocol/wire", "internal/protocol/sanitize", "internal/protocol/jsonstrict"},
 		Why:  "the bridge's model that the control socket and the device API send holds types only"},
 	{Name: "C2_the_MCP_server_reaches_an_agent_only_over_its_socket", From: []string{"internal/agent/mcpserver"},
-		Deny: cat(agentSide, bridgeSide, []string{"internal/bridge/device/...", "internal/login/loginhost", "internal/login/loginapi"}),
+		Deny: cat(agentRuntime, bridgeSide, loginService),
 		Why:  "collie mcp is a local program of a durable agent: it asks over the agent's socket, as collie ask does, and links neither the agent's runtime nor the bridge, so nothing but a device's tap can answer what it asks"},
 	{Name: "C2_collie_run_runs_no_agent_command", From: []string{"internal/agent/runagent"},
 		Deny: []string{"internal/agent/runcmd", "internal/agent/ask", "internal/agent/mcpserver"},
@@ -251,7 +271,12 @@ func TestRulesCatchBreaks(t *testing.T) {
 		"nothing_imports_the_bridge":                               {"internal/bridge/device", "internal/bridge"},
 		"D6_the_device_API_reaches_agents_only_through_the_bridge": {"internal/bridge/device", "internal/bridge/upstream"},
 		"collie-agent_links_no_bridge_side_package":                {"cmd/collie-agent", "internal/bridge/sources"},
-		"the_agent_runtime_links_no_bridge_side_package":           {"internal/agent/durable/board", "internal/bridge/upstream"},
+		"the_agent_side_links_no_bridge_side_package":              {"internal/agent/ask", "internal/bridge/upstream"},
+		"the_login_client_links_no_login_service":                  {"internal/login/loginclient", "internal/login/loginservice"},
+		"the_protocol_links_only_the_protocol":                     {"internal/protocol/bearer", "internal/linux/sockpath"},
+		"the_linux_primitives_link_only_each_other":                {"internal/linux/sockpath", "internal/protocol/wire"},
+		"the_cli_core_links_only_the_shared_layers":                {"internal/cli", "internal/agent/ask"},
+		"nothing_links_the_suite":                                  {"internal/bridge/doctor", "internal/suite/e2e"},
 		"collie_runs_no_agent_command":                             {"cmd/collie", "internal/agent/runcmd"},
 		"only_agenthost_hosts_boards":                              {"internal/login/loginapi", "internal/agent/durable/board"},
 		"binaries_link_no_test_helper":                             {"cmd/collie-agent", "testing"},
