@@ -109,11 +109,11 @@ bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./internal/protocol/sanitize ./internal/protocol/wire ./internal/linux/sockpath ./internal/bridge/upstream ./internal/agent/callercheck ./internal/bridge/audit
 	$(GO) test -run='^$$' -bench='^(BenchmarkQuestionLatency|BenchmarkLoadThousand)$$' -benchtime=1x -timeout=30m ./internal/bridge
 
-# The issue 11 figures alone, each a ratio measured side by side in one run
+# The speed figures alone, each a ratio measured side by side in one run
 # (the machine may be shared; each side's fastest run counts): a 4 MiB
 # snapshot's DecodeSnapshot against encoding/json.Unmarshal (x_unmarshal,
-# budget 1.5) and Block on 64 KiB of mixed text against the cleaner before
-# issue 11 (new_MB/s, legacy_MB/s, x_legacy). `make bench` prints them too.
+# budget 1.5) and Block on 64 KiB of mixed text against the cleaner before it was made fast
+# (new_MB/s, legacy_MB/s, x_legacy). `make bench` prints them too.
 bench-ratios:
 	$(GO) test -run='^$$' -bench='^(BenchmarkSnapshotVsUnmarshal|BenchmarkMixedVsLegacy|BenchmarkKeptAliveVsBare|BenchmarkGuardVsPoll)$$' -benchtime=3s ./internal/protocol/wire ./internal/protocol/sanitize ./internal/bridge/upstream ./internal/bridge/push/guard
 

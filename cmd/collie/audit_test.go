@@ -79,8 +79,7 @@ func TestParseSince(t *testing.T) {
 
 // TestParseAnchors reads journalctl -o json as the daemon's anchors give
 // it, and skips entries that are not anchors as anchorToJournal writes
-// them: a field given twice (an array), a short head, no time (A1; issue
-// 9 item 8).
+// them: a field given twice (an array), a short head, no time (A1).
 func TestParseAnchors(t *testing.T) {
 	head := strings.Repeat("ab", 32)
 	out := `{"MESSAGE":"audit log anchored","AUDIT_DIR":"/s/collie","AUDIT_HEAD":"` + head + `","AUDIT_TIME":"2026-12-01T10:00:13.75Z","__REALTIME_TIMESTAMP":"1796119213750000"}

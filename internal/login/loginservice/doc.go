@@ -1,5 +1,4 @@
-// Package loginservice is the core of the bridge's agent-login service (issue
-// 14; R1, R5, R8, R13; docs/agent-login.md): it issues the one-time grants
+// Package loginservice is the core of the bridge's agent-login service (R1, R5, R8, R13; docs/agent-login.md): it issues the one-time grants
 // the platform's agent-login action hands to the collie CLI, exchanges a
 // grant and its PKCE verifier for a session, rotates and revokes sessions,
 // and authenticates the agent API's bearer tokens. The HTTP handlers

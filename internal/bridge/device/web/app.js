@@ -1155,7 +1155,7 @@
   }
 
   // renderSummary is the waiting banner: the questions, each a jump to
-  // its card. The agent is named once when all are one agent's (issue 13:
+  // its card. The agent is named once when all are one agent's (
   // a phone's width has no room for the same name on every line). The
   // device's own name is not part of it: see renderDeviceName.
   function renderSummary(waiting) {
@@ -1670,7 +1670,7 @@
       c.confirm = null;
       c.done = 'Sent: ' + label + '.';
       // The agent takes an answered question away at once, and its card
-      // with it; the conversation keeps saying what was sent (issue 13).
+      // with it; the conversation keeps saying what was sent.
       convMsgs.set(ctx.key, { text: 'Sent: ' + label + ' to “' + (q.title || q.id) + '”.' });
       for (const k of drafts.keys()) if (k.startsWith(qk + SEP)) drafts.delete(k);
     } else if (r.status === 428 && r.code === 'confirm-always' && r.data && typeof r.data.confirm === 'string') {
@@ -1822,7 +1822,7 @@
   }
 
   // renderConvTools folds a conversation's composer and its actions (Stop,
-  // Close or Reopen, Rename) into one line until tapped (issue 13: open,
+  // Close or Reopen, Rename) into one line until tapped (open,
   // they took 40% of a phone's screen under every conversation). It opens
   // by itself while a draft, a rename or a message of its own is there.
   const toolsOpen = new Set();
@@ -2115,7 +2115,7 @@
   if (secret !== null) showPairing(secret);
   else enter();
 
-  // The installable app (issue 13): the service worker, whose shell part
+  // The installable app: the service worker, whose shell part
   // (sw-shell.js) keeps the page's own files so the app opens without the
   // bridge and says it cannot be reached. Registered on every load; a
   // browser without workers just has no offline page.
