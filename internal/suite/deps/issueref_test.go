@@ -12,11 +12,11 @@ import (
 )
 
 // issueRef is a reference to a tracker's issue by number, also when a
-// comment wraps it onto the next line ("(issue\n// 9 item 8)").
+// comment wraps the number onto the next line.
 var issueRef = regexp.MustCompile(`(?i)\bissue\s*(?:(?://|#)\s*)?#?\d+`)
 
-// TestNoIssueReferences: the tree says a rule in words, not "issue 9 item
-// 8": a newcomer has no tracker to look the number up in.
+// TestNoIssueReferences: the tree says a rule in words, not a tracker
+// issue's number: a newcomer has no tracker to look the number up in.
 func TestNoIssueReferences(t *testing.T) {
 	root, err := filepath.Abs("../../..")
 	if err != nil {
