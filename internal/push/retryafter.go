@@ -13,7 +13,7 @@ const MaxRetryAfter = 24 * time.Hour
 // The three forms of an HTTP-date (RFC 9110 §5.6.7): the preferred one
 // and the two obsolete ones a recipient must still read.
 var httpDates = []string{
-	"Mon, 02 Jan 2006 15:04:05 GMT", // IMF-fixdate
+	"Mon, 02 Jan 2006 15:04:05 GMT",  // IMF-fixdate
 	"Monday, 02-Jan-06 15:04:05 GMT", // RFC 850
 	"Mon Jan _2 15:04:05 2006",       // asctime
 }

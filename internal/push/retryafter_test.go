@@ -25,12 +25,12 @@ func TestRetryAfter(t *testing.T) {
 		{"86400", 24 * time.Hour, true},
 		{"86401", MaxRetryAfter, true},
 		{"99999999999999999999999999999", MaxRetryAfter, true},
-		{"Thu, 03 Dec 2026 20:00:45 GMT", 45 * time.Second, true},      // IMF-fixdate
-		{"Thursday, 03-Dec-26 20:01:00 GMT", time.Minute, true},        // RFC 850
-		{"Thu Dec  3 20:02:00 2026", 2 * time.Minute, true},            // asctime
-		{"Thu, 03 Dec 2026 19:59:00 GMT", 0, true},                     // past: now
-		{"Sat, 01 Jan 2000 00:00:00 GMT", 0, true},                     // long past
-		{"Fri, 31 Dec 9999 23:59:59 GMT", MaxRetryAfter, true},         // far future: cut
+		{"Thu, 03 Dec 2026 20:00:45 GMT", 45 * time.Second, true}, // IMF-fixdate
+		{"Thursday, 03-Dec-26 20:01:00 GMT", time.Minute, true},   // RFC 850
+		{"Thu Dec  3 20:02:00 2026", 2 * time.Minute, true},       // asctime
+		{"Thu, 03 Dec 2026 19:59:00 GMT", 0, true},                // past: now
+		{"Sat, 01 Jan 2000 00:00:00 GMT", 0, true},                // long past
+		{"Fri, 31 Dec 9999 23:59:59 GMT", MaxRetryAfter, true},    // far future: cut
 		{"", 0, false},
 		{"   ", 0, false},
 		{"-5", 0, false},
