@@ -138,7 +138,7 @@ func q(agent, conv string, i int) Question {
 	return Question{Agent: agent, AgentTitle: "Deploy bot", Conversation: conv, ConversationTitle: "Release " + conv, ID: fmt.Sprint("q", i), Title: fmt.Sprintf("Ship build %d to prod?", i)}
 }
 
-func start(t *testing.T, o Options) (*Dispatcher, *logs, context.CancelFunc) {
+func start(t testing.TB, o Options) (*Dispatcher, *logs, context.CancelFunc) {
 	t.Helper()
 	l := &logs{}
 	if o.Guard == nil {

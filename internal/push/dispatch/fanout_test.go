@@ -103,7 +103,7 @@ func (f *fanFake) count(key string) (tries, took int) {
 }
 
 // openGuard is a guard on a clock the test moves.
-func openGuard(t *testing.T) (*guard.Guard, *clockMu) {
+func openGuard(t testing.TB) (*guard.Guard, *clockMu) {
 	t.Helper()
 	c := &clockMu{now: time.Now()}
 	g, err := guard.Open(guard.Options{Now: c.Now})

@@ -10,6 +10,7 @@ package pushtest
 
 import (
 	"cmp"
+	"context"
 	"crypto/ecdh"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -38,9 +39,10 @@ type Service struct {
 	now    func() time.Time
 	closed chan struct{} // closed as the test ends: a held answer ends
 
-	mu     sync.Mutex
-	subs   map[string]*Sub // by endpoint path
-	pushes []Push
+	mu      sync.Mutex
+	subs    map[string]*Sub // by endpoint path
+	pushes  []Push
+	changed chan struct{} // closed at each push received, then made anew
 }
 
 // Sub is a subscription the service made, as a browser holds it: the
@@ -101,7 +103,7 @@ func New(t testing.TB, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Service{now: now, subs: map[string]*Sub{}, closed: make(chan struct{})}
+	s := &Service{now: now, subs: map[string]*Sub{}, closed: make(chan struct{}), changed: make(chan struct{})}
 	s.srv = httptest.NewTLSServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
 	t.Cleanup(func() { close(s.closed) }) // first: Close waits for the held answers
@@ -175,6 +177,25 @@ func (s *Service) Taken() map[string]int {
 	return out
 }
 
+// Await returns when cond holds of the pushes received so far (checked
+// now and at each push received), or with ctx's error when ctx ends
+// first.
+func (s *Service) Await(ctx context.Context, cond func([]Push) bool) error {
+	for {
+		s.mu.Lock()
+		ok, changed := cond(s.pushes), s.changed
+		s.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // Pushes returns the pushes received so far.
 func (s *Service) Pushes() []Push {
 	s.mu.Lock()
@@ -205,6 +226,8 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.pushes = append(s.pushes, p)
+	close(s.changed)
+	s.changed = make(chan struct{})
 	s.mu.Unlock()
 	if hang {
 		select {
