@@ -147,11 +147,11 @@ func (d *Dispatcher) Start(ctx context.Context) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.ctx = ctx
+	for _, w := range d.workers {
+		d.startLocked(w) // before run can hand a push to w
+	}
 	d.wg.Add(1)
 	go d.run(ctx)
-	for _, w := range d.workers {
-		d.startLocked(w)
-	}
 }
 
 // startLocked gives w the context its lanes send under. Callers hold
