@@ -77,7 +77,10 @@ type Options struct {
 // none is configured, or none has anywhere to deliver to.
 const ReasonNoProvider = "no push provider is in use"
 
-// Result is the outcome of the last push a provider was given.
+// Result is the outcome of the last push a provider was done with. For a
+// provider with several destinations it is the push's at all of them,
+// once the last was done: OK when every one took it (or had gone), the
+// most tries any needed, and their answers joined by "; ".
 type Result struct {
 	At       time.Time `json:"at"`
 	Kind     string    `json:"kind"` // question, summary, test
