@@ -4,13 +4,18 @@
 // polling and the cards, go on whatever a provider does.
 //
 // A question is decided at once, under the guard's lock (a few hundred
-// nanoseconds). A push that goes out is queued; one goroutine saves the
-// guard's counts (before the push leaves, so a crash cannot forget it)
-// and hands the push to each provider's own queue, and each provider's
-// goroutine sends it with retries: up to Attempts tries, waiting Backoff,
-// then twice as long each time (or what a 429's Retry-After asks, up to
-// MaxWait), stopping at a failure marked permanent. A full queue drops the
-// push with a log line; a provider that cannot send blocks no other.
+// nanoseconds), once, before its push goes anywhere. A push that goes out
+// is queued; one goroutine saves the guard's counts (before the push
+// leaves, so a crash cannot forget it) and hands the push to every
+// destination of every provider in use: ntfy and the desktop have one,
+// Web Push one per subscribed device (a push.Fanout). Each destination has
+// its own lane (lane.go): a queue of at most LaneQueue pushes, one push on
+// its way at a time, each try bounded by push.AttemptTimeout, up to
+// Attempts tries, waiting Backoff, then twice as long each time (or what
+// a Retry-After asks, up to MaxWait), stopping at a failure marked
+// permanent. A destination that is slow or never answers delays only its
+// own lane; a retry goes only to a destination that did not take the
+// push; a full lane drops its own oldest push, with one warning.
 //
 // A provider with nowhere to deliver to (push.Idler: Web Push before any
 // device turned notifications on) is not in use: nothing goes through it.
@@ -23,17 +28,16 @@
 // every push held back (with its reason and when pushes go out again), for
 // a summary, and for a push that reached no one, and one warning when a
 // provider starts failing (not one per try or per push): later failures
-// are debug lines until it works again, which is an info line. Nothing
-// logged holds a secret: providers' errors never do.
+// are debug lines until it works again, which is an info line; for a
+// provider with several destinations, each is one warning. Nothing logged
+// holds a secret: providers' errors never do, nor destinations' names.
 package dispatch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -49,8 +53,13 @@ const (
 	// SaveEvery is how often the counts of held-back questions are saved
 	// at most; a push saves them at once.
 	SaveEvery = time.Second
-	// QueueLen bounds the pushes waiting for one provider.
+	// QueueLen bounds the pushes decided and waiting for the lanes (a
+	// hand-over takes microseconds and a disk write).
 	QueueLen = 64
+	// LaneQueue bounds the pushes waiting for one destination: a
+	// destination that does not answer holds at most this many, and its
+	// oldest is dropped for each new one.
+	LaneQueue = 64
 )
 
 // Options configure a Dispatcher.
@@ -68,7 +77,10 @@ type Options struct {
 // none is configured, or none has anywhere to deliver to.
 const ReasonNoProvider = "no push provider is in use"
 
-// Result is the outcome of the last push a provider was given.
+// Result is the outcome of the last push a provider was done with. For a
+// provider with several destinations it is the push's at all of them,
+// once the last was done: OK when every one took it (or had gone), the
+// most tries any needed, and their answers joined by "; ".
 type Result struct {
 	At       time.Time `json:"at"`
 	Kind     string    `json:"kind"` // question, summary, test
@@ -83,7 +95,7 @@ type Result struct {
 // Dispatcher decides and sends. Start it, then give it questions.
 type Dispatcher struct {
 	o       Options
-	central chan job
+	central chan pending
 	dirty   chan struct{}
 	wg      sync.WaitGroup
 
@@ -92,44 +104,6 @@ type Dispatcher struct {
 	workers []*worker
 	preview bool
 	last    map[string]Result
-}
-
-type worker struct {
-	p       push.Provider
-	queue   chan job
-	stop    context.CancelFunc // nil until started
-	done    chan struct{}
-	failing bool // only the worker's goroutine reads and writes it
-}
-
-// job is one push on its way, with the ticket that tells the guard
-// whether anyone got it.
-type job struct {
-	m push.Message
-	t *ticket
-}
-
-// ticket follows one push the guard counted to every provider it went to:
-// when the last is done and none delivered it, the guard uncounts it.
-type ticket struct {
-	d   *Dispatcher
-	dec guard.Decision
-
-	mu        sync.Mutex
-	left      int
-	delivered bool
-}
-
-// done is one provider's end of the push.
-func (t *ticket) done(delivered bool) {
-	t.mu.Lock()
-	t.left--
-	t.delivered = t.delivered || delivered
-	last := t.left == 0 && !t.delivered
-	t.mu.Unlock()
-	if last {
-		t.d.undelivered(t)
-	}
 }
 
 func (d *Dispatcher) undelivered(t *ticket) {
@@ -146,59 +120,55 @@ func New(o Options) *Dispatcher {
 	if o.URL == nil {
 		o.URL = func() string { return "" }
 	}
-	d := &Dispatcher{o: o, central: make(chan job, QueueLen), dirty: make(chan struct{}, 1), last: map[string]Result{}, preview: o.Preview}
+	d := &Dispatcher{o: o, central: make(chan pending, QueueLen), dirty: make(chan struct{}, 1), last: map[string]Result{}, preview: o.Preview}
 	d.workers = newWorkers(o.Providers, nil)
 	return d
 }
 
-// newWorkers makes a worker for each provider, keeping the running worker
-// of a provider that is in old already.
+// newWorkers makes a worker for each provider, keeping the worker (and
+// its lanes) of a provider that is in old already.
 func newWorkers(ps []push.Provider, old []*worker) []*worker {
 	out := make([]*worker, 0, len(ps))
 	for _, p := range ps {
-		w := &worker{p: p, queue: make(chan job, QueueLen), done: make(chan struct{})}
+		var w *worker
 		for _, o := range old {
 			if o.p == p {
 				w = o
 			}
+		}
+		if w == nil {
+			w = newWorker(p)
 		}
 		out = append(out, w)
 	}
 	return out
 }
 
-// Start runs the dispatcher's goroutines until ctx ends; Wait waits for
-// them, and the guard's last save.
+// Start runs the dispatcher until ctx ends; Wait waits for its goroutines,
+// and the guard's last save.
 func (d *Dispatcher) Start(ctx context.Context) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.ctx = ctx
+	for _, w := range d.workers {
+		d.startLocked(w) // before run can hand a push to w
+	}
 	d.wg.Add(1)
 	go d.run(ctx)
-	for _, w := range d.workers {
-		d.startLocked(w)
-	}
 }
 
-// startLocked starts w's goroutine. Callers hold d.mu, after Start.
+// startLocked gives w the context its lanes send under. Callers hold
+// d.mu, after Start.
 func (d *Dispatcher) startLocked(w *worker) {
-	ctx, cancel := context.WithCancel(d.ctx)
-	w.stop = cancel
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
-		defer close(w.done)
-		defer cancel()
-		d.work(ctx, w)
-	}()
+	w.ctx, w.stop = context.WithCancel(d.ctx)
 }
 
 // SetProviders puts ps in place of the providers (a reload of
 // config.toml), with previews on or off. A provider in both lists keeps
-// its worker and queue; the workers of the others are stopped (a push on
-// its way through them is cut, and counts as not delivered by them), and
-// SetProviders returns when they have ended, so the caller may close those
-// providers.
+// its worker and its lanes; the others are stopped (a push on its way
+// through them is cut, and what waits for them is dropped: neither counts
+// as delivered by them), and SetProviders returns when their lanes have
+// ended, so the caller may close those providers.
 func (d *Dispatcher) SetProviders(ps []push.Provider, preview bool) {
 	d.mu.Lock()
 	old := d.workers
@@ -219,20 +189,13 @@ func (d *Dispatcher) SetProviders(ps []push.Provider, preview bool) {
 	}
 	d.mu.Unlock()
 	for _, w := range stopped {
+		w.mu.Lock()
+		w.stopped = true // no lane starts after this: wg.Wait below is safe
+		w.mu.Unlock()
 		if w.stop != nil {
 			w.stop()
-			<-w.done
 		}
-		// What was still queued for it reached no one through it.
-		for {
-			select {
-			case j := <-w.queue:
-				j.t.done(false)
-				continue
-			default:
-			}
-			break
-		}
+		w.wg.Wait()
 	}
 }
 
@@ -336,7 +299,7 @@ func HeldWhy(reason string, until time.Time) string {
 func clock(t time.Time) string { return t.Local().Format("15:04:05") }
 
 func (d *Dispatcher) enqueue(m push.Message, dec guard.Decision) {
-	j := job{m: m, t: &ticket{d: d, dec: dec, left: 1}}
+	j := pending{m: m, t: &ticket{d: d, dec: dec, left: 1}}
 	select {
 	case d.central <- j:
 	default:
@@ -371,22 +334,7 @@ func (d *Dispatcher) run(ctx context.Context) {
 			return
 		case j := <-d.central:
 			save() // before the push leaves (D9: a crash must not forget it)
-			ws := d.inUse()
-			if len(ws) == 0 {
-				j.t.done(false)
-				continue
-			}
-			j.t.mu.Lock()
-			j.t.left += len(ws) - 1 // the 1 enqueue gave it is this hand-over's
-			j.t.mu.Unlock()
-			for _, w := range ws {
-				select {
-				case w.queue <- j:
-				default:
-					d.o.Log.Warn("a push was dropped: the provider is behind", "provider", w.p.Name(), "kind", kindName(j.m.Kind))
-					j.t.done(false)
-				}
-			}
+			d.handOver(j)
 		case <-d.dirty:
 			if wait := SaveEvery - time.Since(saved); wait > 0 {
 				if timer == nil {
@@ -400,91 +348,6 @@ func (d *Dispatcher) run(ctx context.Context) {
 			timer, timerC = nil, nil
 			save()
 		}
-	}
-}
-
-// work sends what the provider's queue holds, with retries.
-func (d *Dispatcher) work(ctx context.Context, w *worker) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case j := <-w.queue:
-			r := d.send(ctx, w.p, j.m)
-			d.record(w, r)
-			j.t.done(r.Delivered)
-		}
-	}
-}
-
-// send tries m on p up to Attempts times; a failure marked permanent (a
-// 4xx, a redirect) gets one try.
-func (d *Dispatcher) send(ctx context.Context, p push.Provider, m push.Message) Result {
-	r := Result{Kind: kindName(m.Kind)}
-	wait := Backoff
-	for {
-		r.Attempts++
-		answer, err := sendOnce(ctx, p, m)
-		r.At = time.Now()
-		if err == nil {
-			r.OK, r.Delivered, r.Answer = true, true, answer
-			return r
-		}
-		r.Delivered = r.Delivered || push.DeliveredTo(err) > 0
-		r.Answer = err.Error()
-		if push.IsPermanent(err) || r.Attempts >= Attempts || ctx.Err() != nil {
-			return r
-		}
-		pause := wait
-		var ra *push.RetryAfterError
-		if errors.As(err, &ra) {
-			if ra.After > MaxWait {
-				return r
-			}
-			pause = max(pause, ra.After)
-		}
-		d.o.Log.Debug("push failed; trying again", "provider", p.Name(), "attempt", r.Attempts, "in", pause.String(), "err", r.Answer)
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return r
-		case <-t.C:
-		}
-		wait *= 2
-	}
-}
-
-func sendOnce(ctx context.Context, p push.Provider, m push.Message) (string, error) {
-	if rp, ok := p.(push.Reporter); ok {
-		return rp.SendReport(ctx, m)
-	}
-	if err := p.Send(ctx, m); err != nil {
-		return "", err
-	}
-	return "sent", nil
-}
-
-// record keeps r as the provider's last result and logs a change of state
-// once: the first failure is a warning, the next ones debug lines, the
-// first success after them an info line.
-func (d *Dispatcher) record(w *worker, r Result) {
-	d.mu.Lock()
-	d.last[w.p.Name()] = r
-	d.mu.Unlock()
-	log := d.o.Log.With("provider", w.p.Name(), "kind", r.Kind, "attempts", r.Attempts)
-	switch {
-	case r.OK && w.failing:
-		w.failing = false
-		log.Info("push provider works again", "answer", r.Answer)
-	case r.OK:
-		log.Debug("push delivered to the provider", "answer", r.Answer)
-	case !w.failing:
-		w.failing = true
-		// Several destinations' failures are joined by newlines: one line.
-		log.Warn("push provider failed; further failures are debug lines until it works again", "err", strings.ReplaceAll(r.Answer, "\n", "; "))
-	default:
-		log.Debug("push provider failed again", "err", r.Answer)
 	}
 }
 

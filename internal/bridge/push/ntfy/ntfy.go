@@ -21,7 +21,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -32,8 +31,10 @@ import (
 // Name is the provider's name in config.toml, logs and doctor.
 const Name = "ntfy"
 
-// Timeout bounds one publish: connect, request and answer.
-const Timeout = 10 * time.Second
+// Timeout bounds one publish: connect, request and answer. A server
+// that holds its answer longer is tried again later (the dispatcher's
+// backoff).
+const Timeout = push.AttemptTimeout
 
 // answerCap bounds the answer read from the server.
 const answerCap = 64 << 10
@@ -282,7 +283,7 @@ func (p *Provider) publish(ctx context.Context, m push.Message) (string, error) 
 		return fmt.Sprintf("ntfy at %s accepted it", p.origin), nil
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
 		err := fmt.Errorf("ntfy at %s answered %s", p.origin, status)
-		if d, ok := retryAfter(resp.Header.Get("Retry-After")); ok {
+		if d, ok := push.RetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 			return "", &push.RetryAfterError{After: d, Err: err}
 		}
 		return "", err
@@ -295,15 +296,6 @@ func (p *Provider) publish(ctx context.Context, m push.Message) (string, error) 
 	default:
 		return "", fmt.Errorf("ntfy at %s answered %s", p.origin, status)
 	}
-}
-
-// retryAfter reads a Retry-After of whole seconds (the form ntfy sends).
-func retryAfter(v string) (time.Duration, bool) {
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < 0 || n > 86400 {
-		return 0, false
-	}
-	return time.Duration(n) * time.Second, true
 }
 
 // netReason says why a request failed without the URL: net/http's

@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"syscall"
 	"time"
+
+	"github.com/collie-linux/collie/internal/bridge/push"
 )
 
 // A push service is on the public internet: the browser chose it (Google's,
@@ -22,17 +24,19 @@ var errNotPublic = errors.New("the push service's address is not a public intern
 
 // publicClient is the provider's client when none is given: no proxy (the
 // connection goes where the endpoint says, to a public address, and
-// nowhere else), a 30 s timeout for the whole push.
+// nowhere else), each push bounded by push.AttemptTimeout: a push service
+// that holds its answer longer is tried again later (the dispatcher's
+// backoff), while the pushes to other devices go on.
 func publicClient() *http.Client {
-	d := &net.Dialer{Timeout: 10 * time.Second, Control: publicOnly}
+	d := &net.Dialer{Timeout: push.AttemptTimeout, Control: publicOnly}
 	return &http.Client{
-		Timeout: 30 * time.Second,
+		Timeout: push.AttemptTimeout,
 		Transport: &http.Transport{
 			Proxy:                 nil,
 			DialContext:           d.DialContext,
 			ForceAttemptHTTP2:     true,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ResponseHeaderTimeout: 20 * time.Second,
+			TLSHandshakeTimeout:   push.AttemptTimeout,
+			ResponseHeaderTimeout: push.AttemptTimeout,
 			MaxIdleConns:          8,
 			IdleConnTimeout:       90 * time.Second,
 		},

@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -75,8 +76,9 @@ type Options struct {
 	// holds this provider is made).
 	Subscriptions Subscriptions
 	// Client sends the pushes; nil is a client that connects only to
-	// public internet addresses, with no proxy and a 30 s timeout (tests
-	// give the double's). It never follows a redirect.
+	// public internet addresses, with no proxy, each push bounded by
+	// push.AttemptTimeout (tests give the double's). It never follows a
+	// redirect.
 	Client *http.Client
 	Log    *slog.Logger
 	// Subject is the VAPID contact, a mailto: or https: URI; "" is
@@ -98,7 +100,10 @@ type Provider struct {
 	tokens map[string]token // by push service origin
 }
 
-var _ push.Reporter = (*Provider)(nil)
+var (
+	_ push.Reporter = (*Provider)(nil)
+	_ push.Fanout   = (*Provider)(nil)
+)
 
 // New loads (or at first start makes) the VAPID key in o.StateDir and
 // returns the provider. Serve its PublicKey to the page.
@@ -239,6 +244,10 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// errNoAnswer is why a push failed when its service held its answer past
+// the deadline of one try (push.AttemptTimeout).
+var errNoAnswer = errors.New("no answer in time")
+
 // Temporary reports whether sending again later may work.
 func (e *Error) Temporary() bool {
 	if errors.Is(e.Err, errNotPublic) {
@@ -253,14 +262,83 @@ func (p *Provider) Send(ctx context.Context, m push.Message) error {
 	return err
 }
 
+// Destinations implements push.Fanout: one per subscribed device, keyed
+// by its endpoint (never shown), named by the device's id and its push
+// service's origin.
+func (p *Provider) Destinations() []push.Destination {
+	subs := p.subscriptions()
+	if subs == nil {
+		return nil
+	}
+	ts := subs.PushTargets()
+	out := make([]push.Destination, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, push.Destination{Key: t.Sub.Endpoint, Name: "device " + t.Device + " at " + t.Sub.Origin()})
+	}
+	return out
+}
+
+// SendTo implements push.Fanout: m to the one subscription whose endpoint
+// is key, once. Its error is as SendReport's for that one push; one that
+// wraps push.ErrGone when no device holds that subscription now (revoked,
+// or subscribed anew) or its service said it has ended (404, 410: it is
+// forgotten).
+func (p *Provider) SendTo(ctx context.Context, key string, m push.Message) (string, error) {
+	payload, err := Payload(m)
+	if err != nil {
+		return "", push.Permanent(err)
+	}
+	var target *Target
+	if subs := p.subscriptions(); subs != nil {
+		for _, t := range subs.PushTargets() {
+			if t.Sub.Endpoint == key {
+				target = &t
+				break
+			}
+		}
+	}
+	if target == nil {
+		return "", fmt.Errorf("no paired device holds this push subscription now: %w", push.ErrGone)
+	}
+	o := p.sendOne(ctx, *target, payload, urgency(m))
+	switch {
+	case o.gone:
+		return "", fmt.Errorf("device %s's push subscription had ended and was forgotten: %w", target.Device, push.ErrGone)
+	case o.err != nil:
+		return "", retryable(o.err)
+	}
+	return fmt.Sprintf("device %s: %s took it", target.Device, target.Sub.Origin()), nil
+}
+
+// retryable marks a failed push for the dispatcher: a *push.RetryAfterError
+// when the service named a wait, plain when a retry may work (429, 5xx,
+// no answer), push.Permanent otherwise.
+func retryable(err error) error {
+	var e *Error
+	switch {
+	case !errors.As(err, &e) || !e.Temporary():
+		return push.Permanent(err)
+	case e.RetryAfter > 0:
+		return &push.RetryAfterError{After: e.RetryAfter, Err: err}
+	}
+	return err
+}
+
+func urgency(m push.Message) string {
+	if m.Kind == push.KindSummary {
+		return "normal"
+	}
+	return "high" // a question waits for a human (RFC 8030 §5.3)
+}
+
 // SendReport implements push.Reporter: it encrypts m for every
-// subscription and hands it to each push service at once. A subscription
-// its service says has ended (404, 410) is forgotten. The error joins an
-// *Error per push not taken: a *push.RetryAfterError when a service named
-// a wait, a push.Permanent one when no failure is worth retrying (a 4xx,
-// a subscription that is not valid), else plain, for the dispatcher to
-// retry. A retry sends to every subscription again; the notification's
-// tag makes a push that arrives twice show once.
+// subscription and hands it to each push service at once (collie push
+// test; the dispatcher sends to each subscription on its own, through
+// SendTo). A subscription its service says has ended (404, 410) is
+// forgotten. The error joins an *Error per push not taken: a
+// *push.RetryAfterError when a service named a wait, a push.Permanent one
+// when no failure is worth retrying (a 4xx, a subscription that is not
+// valid), else plain.
 func (p *Provider) SendReport(ctx context.Context, m push.Message) (string, error) {
 	payload, err := Payload(m)
 	if err != nil {
@@ -274,10 +352,7 @@ func (p *Provider) SendReport(ctx context.Context, m push.Message) (string, erro
 		// Nothing to do, and nothing failed: say what would send one.
 		return NoSubscriptions, nil
 	}
-	urgency := "high" // a question waits for a human (RFC 8030 §5.3)
-	if m.Kind == push.KindSummary {
-		urgency = "normal"
-	}
+	urgency := urgency(m)
 	outcomes := make([]outcome, len(targets))
 	var wg sync.WaitGroup
 	for i, t := range targets {
@@ -359,7 +434,12 @@ func (p *Provider) sendOne(ctx context.Context, t Target, payload []byte, urgenc
 	h.Set("Urgency", urgency)
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return outcome{err: &Error{Device: t.Device, Host: host, Err: errors.Unwrap(err)}}
+		why := errors.Unwrap(err)
+		var ne net.Error
+		if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+			why = errNoAnswer
+		}
+		return outcome{err: &Error{Device: t.Device, Host: host, Err: why}}
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	resp.Body.Close()
@@ -375,8 +455,8 @@ func (p *Provider) sendOne(ctx context.Context, t Target, payload []byte, urgenc
 		return outcome{gone: true}
 	default:
 		e := &Error{Device: t.Device, Host: host, Status: s}
-		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
-			e.RetryAfter = min(time.Duration(secs)*time.Second, time.Hour)
+		if d, ok := push.RetryAfter(resp.Header.Get("Retry-After"), p.now()); ok && d > 0 {
+			e.RetryAfter = min(d, time.Hour)
 		}
 		return outcome{err: e}
 	}

@@ -9,6 +9,8 @@
 package pushtest
 
 import (
+	"cmp"
+	"context"
 	"crypto/ecdh"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -33,12 +35,14 @@ const MaxBody = 4096
 
 // Service is the push service.
 type Service struct {
-	srv *httptest.Server
-	now func() time.Time
+	srv    *httptest.Server
+	now    func() time.Time
+	closed chan struct{} // closed as the test ends: a held answer ends
 
-	mu     sync.Mutex
-	subs   map[string]*Sub // by endpoint path
-	pushes []Push
+	mu      sync.Mutex
+	subs    map[string]*Sub // by endpoint path
+	pushes  []Push
+	changed chan struct{} // closed at each push received, then made anew
 }
 
 // Sub is a subscription the service made, as a browser holds it: the
@@ -50,9 +54,17 @@ type Sub struct {
 	Auth     string // base64url, 16 bytes
 	AppKey   string // the applicationServerKey it was made with; "" none
 
-	priv   *ecdh.PrivateKey
-	auth   []byte
-	status int // what pushes to it get; 0: 201 Created
+	priv    *ecdh.PrivateKey
+	auth    []byte
+	status  int     // what pushes to it get; 0: 201 Created
+	replies []Reply // what the next pushes get, before status
+	hang    bool    // pushes to it get no answer
+}
+
+// Reply is what the service answers one push with, after checking it.
+type Reply struct {
+	Status     int    // 0: 201 Created
+	RetryAfter string // the Retry-After header, as sent; "" none
 }
 
 // JSON is the subscription as PushSubscription.toJSON gives it to a page.
@@ -66,6 +78,7 @@ func (s *Sub) JSON() []byte {
 
 // Push is one push the service received.
 type Push struct {
+	At       time.Time // when it arrived, on the machine's clock
 	Endpoint string
 	Status   int    // what the service answered
 	Problem  string // why it refused the push; "" when it was taken apart whole
@@ -90,9 +103,10 @@ func New(t testing.TB, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Service{now: now, subs: map[string]*Sub{}}
+	s := &Service{now: now, subs: map[string]*Sub{}, closed: make(chan struct{}), changed: make(chan struct{})}
 	s.srv = httptest.NewTLSServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
+	t.Cleanup(func() { close(s.closed) }) // first: Close waits for the held answers
 	return s
 }
 
@@ -131,6 +145,57 @@ func (s *Service) Answer(sub *Sub, status int) {
 	s.mu.Unlock()
 }
 
+// Replies makes the service answer the next pushes to sub with rs, one
+// each, in order; then as Answer said (201 Created by default).
+func (s *Service) Replies(sub *Sub, rs ...Reply) {
+	s.mu.Lock()
+	sub.replies = append(sub.replies, rs...)
+	s.mu.Unlock()
+}
+
+// Hang makes the service never answer pushes to sub: it reads each one
+// and holds the request open until the client gives up or the test ends,
+// as a push service that has stopped answering does. A push it holds is
+// in Pushes, with Status 0.
+func (s *Service) Hang(sub *Sub) {
+	s.mu.Lock()
+	sub.hang = true
+	s.mu.Unlock()
+}
+
+// Taken returns, for each endpoint, how many pushes the service took
+// (answered 2xx): what reached the device.
+func (s *Service) Taken() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]int{}
+	for _, p := range s.pushes {
+		if p.Status >= 200 && p.Status < 300 {
+			out[p.Endpoint]++
+		}
+	}
+	return out
+}
+
+// Await returns when cond holds of the pushes received so far (checked
+// now and at each push received), or with ctx's error when ctx ends
+// first.
+func (s *Service) Await(ctx context.Context, cond func([]Push) bool) error {
+	for {
+		s.mu.Lock()
+		ok, changed := cond(s.pushes), s.changed
+		s.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // Pushes returns the pushes received so far.
 func (s *Service) Pushes() []Push {
 	s.mu.Lock()
@@ -142,16 +207,37 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	sub := s.subs[r.URL.Path]
 	s.mu.Unlock()
-	p := Push{Endpoint: s.srv.URL + r.URL.Path, TTL: r.Header.Get("TTL"), Urgency: r.Header.Get("Urgency")}
+	p := Push{At: time.Now(), Endpoint: s.srv.URL + r.URL.Path, TTL: r.Header.Get("TTL"), Urgency: r.Header.Get("Urgency")}
 	p.Status, p.Problem = s.check(r, sub, &p)
-	if p.Problem == "" && sub.status != 0 {
-		p.Status = sub.status
-	}
+	retryAfter := ""
 	s.mu.Lock()
+	hang := p.Problem == "" && sub.hang
+	switch {
+	case hang:
+		p.Status = 0
+	case p.Problem == "" && len(sub.replies) > 0:
+		rp := sub.replies[0]
+		sub.replies = sub.replies[1:]
+		p.Status, retryAfter = cmp.Or(rp.Status, http.StatusCreated), rp.RetryAfter
+	case p.Problem == "" && sub.status != 0:
+		p.Status = sub.status
+		if p.Status == http.StatusTooManyRequests {
+			retryAfter = "30"
+		}
+	}
 	s.pushes = append(s.pushes, p)
+	close(s.changed)
+	s.changed = make(chan struct{})
 	s.mu.Unlock()
-	if p.Status == http.StatusTooManyRequests {
-		w.Header().Set("Retry-After", "30")
+	if hang {
+		select {
+		case <-r.Context().Done():
+		case <-s.closed:
+		}
+		panic(http.ErrAbortHandler) // no answer at all, not a late one
+	}
+	if retryAfter != "" {
+		w.Header().Set("Retry-After", retryAfter)
 	}
 	w.WriteHeader(p.Status)
 }
