@@ -41,6 +41,7 @@ import (
 	"github.com/collie-linux/collie/internal/bridge/sources"
 	"github.com/collie-linux/collie/internal/bridge/upstream"
 	"github.com/collie-linux/collie/internal/bridge/view"
+	"github.com/collie-linux/collie/internal/linux/sockpath"
 	"github.com/collie-linux/collie/internal/linux/systemd"
 	"github.com/collie-linux/collie/internal/linux/systemd/journald"
 	"github.com/collie-linux/collie/internal/login/loginhost"
@@ -378,11 +379,11 @@ func (b *Bridge) apply(a *agent, began time.Time, hello *wire.Hello, rd upstream
 	close(a.polled)
 	a.polled = make(chan struct{})
 	if err != nil {
-		a.status.Reachable, a.status.Reason = false, reason(err)
+		a.status.Reachable, a.status.Reason, a.status.ReasonCode = false, reason(err), reasonCode(err)
 		a.status.Agent = "" // ask hello again when it comes back
 		a.snap, a.etag = nil, ""
 	} else {
-		a.status.Reachable, a.status.Reason = true, ""
+		a.status.Reachable, a.status.Reason, a.status.ReasonCode = true, "", ""
 		if hello != nil {
 			a.status.Agent = hello.Agent
 		}
@@ -428,6 +429,20 @@ func reason(err error) string {
 		return cleanReason(u.Reason)
 	}
 	return cleanReason(err.Error())
+}
+
+// reasonCode is the code of err for the status: the walk's or the peer
+// check's own code when err is one of theirs.
+func reasonCode(err error) string {
+	var se *sockpath.Error
+	var u *upstream.Unreachable
+	switch {
+	case errors.As(err, &se):
+		return string(se.Code)
+	case errors.As(err, &u) && u.Reason == upstream.ReasonTokenRefused:
+		return "token-refused"
+	}
+	return "unreachable"
 }
 
 // cleanReason cleans a reason as X2 cleans a single-line field, capped

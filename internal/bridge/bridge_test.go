@@ -171,8 +171,8 @@ func TestBridgePollsAndRefuses(t *testing.T) {
 	m := h.waitFor(t, "the bad agent refused", func(m map[string]view.AgentStatus) bool {
 		return !m["bad"].Reachable
 	})
-	if m["bad"].Reason != want {
-		t.Fatalf("reason = %q, want %q", m["bad"].Reason, want)
+	if m["bad"].Reason != want || m["bad"].ReasonCode != "folder-mode" {
+		t.Fatalf("reason = %q (code %q), want %q (folder-mode)", m["bad"].Reason, m["bad"].ReasonCode, want)
 	}
 	// Several more polls of both, each seen by its check time moving on.
 	for range 3 {
@@ -282,7 +282,7 @@ func TestBridgeCadenceK8(t *testing.T) {
 	m := h.waitFor(t, "first polls", func(m map[string]view.AgentStatus) bool {
 		return m["good"].Reachable && m["bad"].Reason != "" && m["bad"].Reason != "not polled yet"
 	})
-	if m["bad"].Reason != "the agent refused the token" || !m["bad"].TokenSet || m["good"].Target != good {
+	if m["bad"].Reason != "the agent refused the token" || m["bad"].ReasonCode != "token-refused" || m["good"].ReasonCode != "" || !m["bad"].TokenSet || m["good"].Target != good {
 		t.Fatalf("K6: bad = %+v good = %+v", m["bad"], m["good"])
 	}
 

@@ -127,7 +127,7 @@ func (c *client) dial(ctx context.Context, _, _ string) (net.Conn, error) {
 	}
 	if err := peercred.SameUser(conn, uid); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("the socket's listener is not you: %w", err)
+		return nil, sockpath.ListenerError(c.path, err)
 	}
 	return conn, nil
 }

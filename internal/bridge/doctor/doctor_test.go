@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/collie-linux/collie/internal/linux/sockpath"
+
 	"github.com/collie-linux/collie/internal/bridge/config"
 	"github.com/collie-linux/collie/internal/bridge/control"
 	"github.com/collie-linux/collie/internal/bridge/sources"
@@ -274,36 +276,41 @@ func TestSocketFix_T3_T4(t *testing.T) {
 	tests := []struct {
 		name   string
 		src    sources.Source
+		code   sockpath.Code
+		part   string
 		reason string
 		fix    string
 		fails  bool
 	}{
-		{"T3_symlink_socket", desk, "socket-not-private: /run/user/1000/desk/app.sock is a symlink",
+		{"T3_symlink_socket", desk, sockpath.CodeSymlink, "/run/user/1000/desk/app.sock", "socket-not-private: /run/user/1000/desk/app.sock is a symlink",
 			"rm /run/user/1000/desk/app.sock && systemctl --user restart collie-agent@app.socket", true},
-		{"T3_symlink_folder", other, "socket-not-private: /srv/x is a symlink",
+		{"T3_symlink_folder", other, sockpath.CodeSymlink, "/srv/x", "socket-not-private: /srv/x is a symlink",
 			"attach the agent by a path without links: collie durable detach x && collie durable attach x --socket REAL-PATH", true},
-		{"T3_folder_mode", desk, "the socket's folder /run/user/1000/desk has mode 0755, not 0700", "chmod 0700 /run/user/1000/desk", true},
-		{"T3_folder_owner", other, "the socket's folder /srv/x belongs to user 0, not to 1000",
+		{"T3_folder_mode", desk, sockpath.CodeFolderMode, "/run/user/1000/desk", "the socket's folder /run/user/1000/desk has mode 0755, not 0700", "chmod 0700 /run/user/1000/desk", true},
+		{"T3_folder_owner", other, sockpath.CodeFolderOwner, "/srv/x", "the socket's folder /srv/x belongs to user 0, not to 1000",
 			"give the agent a socket in a folder of your own: collie durable detach x && collie durable attach x --socket /run/user/1000/desk/x.sock", true},
-		{"T3_folder_not_dir", other, "the socket's folder /srv/x is not a directory",
+		{"T3_folder_not_dir", other, sockpath.CodeNotDirectory, "/srv/x", "the socket's folder /srv/x is not a directory",
 			"give the agent a socket in a folder of your own: collie durable detach x && collie durable attach x --socket /run/user/1000/desk/x.sock", true},
-		{"T3_above_writable", other, "/srv has mode 0775, so group or others can write to it", "chmod go-w /srv", true},
-		{"T3_not_socket", desk, "the path is not a socket", "rm /run/user/1000/desk/app.sock && systemctl --user restart collie-agent@app.socket", true},
-		{"T3_socket_owner", desk, "the socket belongs to user 0, not to 1000", "the socket is another user's; detach it: collie durable detach app", true},
-		{"T3_socket_mode", desk, "the socket has mode 0666, not 0600", "chmod 0600 /run/user/1000/desk/app.sock, and make the agent create it 0600 (SocketMode=0600)", true},
-		{"T4_no_socket_desk", desk, "no socket at /run/user/1000/desk/app.sock", "systemctl --user enable --now collie-agent@app.socket", false},
-		{"T4_no_socket_elsewhere", other, "no socket at /srv/x/x.sock", "start the agent that listens at /srv/x/x.sock", false},
-		{"T4_nothing_listening", desk, "nothing is listening at /run/user/1000/desk/app.sock; start the agent (or its .socket unit)",
+		{"T3_above_writable", other, sockpath.CodeWritable, "/srv", "/srv has mode 0775, so group or others can write to it", "chmod go-w /srv", true},
+		{"T3_not_socket", desk, sockpath.CodeNotSocket, "/run/user/1000/desk/app.sock", "the path is not a socket", "rm /run/user/1000/desk/app.sock && systemctl --user restart collie-agent@app.socket", true},
+		{"T3_socket_owner", desk, sockpath.CodeSocketOwner, "/run/user/1000/desk/app.sock", "the socket belongs to user 0, not to 1000", "the socket is another user's; detach it: collie durable detach app", true},
+		{"T3_socket_mode", desk, sockpath.CodeSocketMode, "/run/user/1000/desk/app.sock", "the socket has mode 0666, not 0600", "chmod 0600 /run/user/1000/desk/app.sock, and make the agent create it 0600 (SocketMode=0600)", true},
+		{"T4_no_socket_desk", desk, sockpath.CodeNoSocket, "/run/user/1000/desk/app.sock", "no socket at /run/user/1000/desk/app.sock", "systemctl --user enable --now collie-agent@app.socket", false},
+		{"T4_no_socket_elsewhere", other, sockpath.CodeNoSocket, "/srv/x/x.sock", "no socket at /srv/x/x.sock", "start the agent that listens at /srv/x/x.sock", false},
+		{"T4_nothing_listening", desk, sockpath.CodeNotListening, "/run/user/1000/desk/app.sock", "nothing is listening at /run/user/1000/desk/app.sock; start the agent (or its .socket unit)",
 			"systemctl --user enable --now collie-agent@app.socket", false},
-		{"T2_not_clean", other, `the socket path /srv/x/../x/x.sock is not in clean form; write it without "." or ".." parts and without doubled or trailing slashes, as the agent listens on it`,
+		{"T2_not_clean", other, sockpath.CodeForm, "", `the socket path /srv/x/../x/x.sock is not in clean form; write it without "." or ".." parts and without doubled or trailing slashes, as the agent listens on it`,
 			"attach the agent by the path it listens on, absolute and clean: collie durable detach x && collie durable attach x --socket FULL-PATH", true},
-		{"T2_relative", other, "the socket path x/x.sock is not absolute; give the full path",
+		{"T2_relative", other, sockpath.CodeForm, "", "the socket path x/x.sock is not absolute; give the full path",
 			"attach the agent by the path it listens on, absolute and clean: collie durable detach x && collie durable attach x --socket FULL-PATH", true},
-		{"L3_listener_not_you", desk, "the socket's listener is not you: peer uid 0, not 1000", "the socket is another user's; detach it: collie durable detach app", true},
+		{"L3_listener_not_you", desk, sockpath.CodeListener, "/run/user/1000/desk/app.sock", "the socket's listener is not you: peer uid 0, not 1000", "the socket is another user's; detach it: collie durable detach app", true},
+	}
+	if fix, fails := socketFix(e, desk, nil); fix != "systemctl --user restart collie-agent@app.socket; if that does not help, see collie-durable(7)" || !fails {
+		t.Errorf("socketFix(no walk error) = %q, %v; want the restart, failing", fix, fails)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fix, fails := socketFix(e, tt.src, tt.reason)
+			fix, fails := socketFix(e, tt.src, &sockpath.Error{Path: tt.src.Socket, Code: tt.code, Part: tt.part, Reason: tt.reason})
 			if fix != tt.fix || fails != tt.fails {
 				t.Errorf("socketFix(%q) = %q, fails %v; want %q, fails %v", tt.reason, fix, fails, tt.fix, tt.fails)
 			}

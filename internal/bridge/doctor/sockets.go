@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -40,33 +39,32 @@ func checkDurableSockets(ctx context.Context, e *Env) []Row {
 }
 
 func checkSocket(ctx context.Context, e *Env, s sources.Source) Row {
-	var reason string
-	var noSocket bool
-	if err := sockpath.Check(s.Socket, e.UID); err != nil {
-		var se *sockpath.Error
-		if errors.As(err, &se) {
-			noSocket = se.NoSocket
-		}
-		reason = err.Error()
-	} else if e.Probe != nil {
-		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-		agent, err := e.Probe(pctx, s.Socket)
-		cancel()
-		if err == nil {
-			return ok("%s is private and the agent answers (%s)", s.Socket, agent)
-		}
-		reason = err.Error()
-	} else {
+	err := sockpath.Check(s.Socket, e.UID)
+	if err == nil && e.Probe == nil {
 		return ok("%s is private", s.Socket)
 	}
-	fix, isFail := socketFix(e, s, reason)
-	if noSocket || !privacyReason(reason) {
+	if err == nil {
+		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		agent, perr := e.Probe(pctx, s.Socket)
+		cancel()
+		if perr == nil {
+			return ok("%s is private and the agent answers (%s)", s.Socket, agent)
+		}
+		err = perr
+	}
+	reason := err.Error()
+	var se *sockpath.Error
+	if !errors.As(err, &se) {
+		se = nil
+	}
+	fix, isFail := socketFix(e, s, se)
+	if se == nil || !se.Code.Private() {
 		// The agent does not answer: a collie-agent@NAME may say why.
 		if r, ok := agentDownRow(ctx, e, s, reason); ok {
 			return r
 		}
 	}
-	if noSocket || !isFail {
+	if !isFail {
 		return warn(fix, "%s", reason)
 	}
 	return fail(fix, "%s", reason)
@@ -83,50 +81,45 @@ func unitOf(e *Env, path string) string {
 	return "collie-agent@" + name + ".socket"
 }
 
-// socketFixes map the exact reasons of T3 and T4 (sockpath, upstream) to
-// what to run. The first group of each pattern is the path it is about.
-var socketFixes = []struct {
-	re  *regexp.Regexp
-	fix func(e *Env, s sources.Source, part string) string
-	// warnOnly: the agent is down, which is not a privacy error (T4).
-	warnOnly bool
-}{
-	{re: regexp.MustCompile(`^the socket path (?:.+ )?(?:is not absolute|is not in clean form|has a control character|has a NUL byte|is \d+ bytes, more than)`), fix: func(_ *Env, s sources.Source, _ string) string {
+// socketFix returns the fix for a refusal of the walk or the peer check
+// (T2-T4, L3), chosen by its code, and whether the row fails (a privacy
+// error or one not known) rather than warns (the agent is down). se is
+// nil for an error that is none of the walk's, such as a hello that failed.
+func socketFix(e *Env, s sources.Source, se *sockpath.Error) (fix string, isFail bool) {
+	if se == nil {
+		return restart(e, s) + "; if that does not help, see collie-durable(7)", true
+	}
+	switch se.Code {
+	case sockpath.CodeNoPath, sockpath.CodeForm:
 		// T2: the bridge walks and connects to the path as written.
-		return "attach the agent by the path it listens on, absolute and clean: collie durable detach " + s.Name + " && collie durable attach " + s.Name + " --socket FULL-PATH"
-	}},
-	{re: regexp.MustCompile(`^socket-not-private: (.+) is a symlink$`), fix: func(e *Env, s sources.Source, part string) string {
-		if part == filepath.Clean(s.Socket) {
-			return "rm " + part + " && " + restart(e, s)
+		return "attach the agent by the path it listens on, absolute and clean: collie durable detach " + s.Name + " && collie durable attach " + s.Name + " --socket FULL-PATH", true
+	case sockpath.CodeSymlink:
+		if se.Part == filepath.Clean(s.Socket) {
+			return "rm " + se.Part + " && " + restart(e, s), true
 		}
-		return "attach the agent by a path without links: collie durable detach " + s.Name + " && collie durable attach " + s.Name + " --socket REAL-PATH"
-	}},
-	{re: regexp.MustCompile(`^the socket's folder (.+) has mode \d+, not 0700$`), fix: func(_ *Env, _ sources.Source, part string) string {
-		return "chmod 0700 " + part
-	}},
-	{re: regexp.MustCompile(`^the socket's folder (.+) (belongs to user \d+, not to \d+|is not a directory)$`), fix: ownFolder},
-	{re: regexp.MustCompile(`^(.+) has mode \d+, so group or others can write to it$`), fix: func(_ *Env, _ sources.Source, part string) string {
-		return "chmod go-w " + part
-	}},
-	{re: regexp.MustCompile(`^(.+) is not a directory$`), fix: ownFolder},
-	{re: regexp.MustCompile(`^(the path is not a socket)$`), fix: func(e *Env, s sources.Source, _ string) string {
-		return "rm " + s.Socket + " && " + restart(e, s)
-	}},
-	{re: regexp.MustCompile(`^(the socket belongs to user \d+, not to \d+|the socket's listener is not you: .*)$`), fix: func(_ *Env, s sources.Source, _ string) string {
-		return "the socket is another user's; detach it: collie durable detach " + s.Name
-	}},
-	{re: regexp.MustCompile(`^the socket has mode \d+, not 0600$`), fix: func(e *Env, s sources.Source, _ string) string {
-		return "chmod 0600 " + s.Socket + ", and make the agent create it 0600 (SocketMode=0600)"
-	}},
-	{re: regexp.MustCompile(`^(no socket at .+|nothing is listening at .+)$`), warnOnly: true, fix: func(e *Env, s sources.Source, _ string) string {
+		return "attach the agent by a path without links: collie durable detach " + s.Name + " && collie durable attach " + s.Name + " --socket REAL-PATH", true
+	case sockpath.CodeFolderMode:
+		return "chmod 0700 " + se.Part, true
+	case sockpath.CodeFolderOwner, sockpath.CodeNotDirectory:
+		return ownFolder(e, s), true
+	case sockpath.CodeWritable:
+		return "chmod go-w " + se.Part, true
+	case sockpath.CodeNotSocket:
+		return "rm " + s.Socket + " && " + restart(e, s), true
+	case sockpath.CodeSocketOwner, sockpath.CodeListener:
+		return "the socket is another user's; detach it: collie durable detach " + s.Name, true
+	case sockpath.CodeSocketMode:
+		return "chmod 0600 " + s.Socket + ", and make the agent create it 0600 (SocketMode=0600)", true
+	case sockpath.CodeNoSocket, sockpath.CodeNotListening:
 		if u := unitOf(e, s.Socket); u != "" {
-			return "systemctl --user enable --now " + u
+			return "systemctl --user enable --now " + u, false
 		}
-		return "start the agent that listens at " + s.Socket
-	}},
+		return "start the agent that listens at " + s.Socket, false
+	}
+	return restart(e, s) + "; if that does not help, see collie-durable(7)", true
 }
 
-func ownFolder(e *Env, s sources.Source, _ string) string {
+func ownFolder(e *Env, s sources.Source) string {
 	return "give the agent a socket in a folder of your own: collie durable detach " + s.Name +
 		" && collie durable attach " + s.Name + " --socket " + filepath.Join(e.Paths.Desk(), s.Name+".sock")
 }
@@ -136,30 +129,4 @@ func restart(e *Env, s sources.Source) string {
 		return "systemctl --user restart " + u
 	}
 	return "restart the agent so that it makes its socket again"
-}
-
-// privacyReason says whether reason is one of T3's refusals (or the
-// listener's owner), rather than an agent that does not answer.
-func privacyReason(reason string) bool {
-	for _, f := range socketFixes {
-		if f.re.MatchString(reason) {
-			return !f.warnOnly
-		}
-	}
-	return false
-}
-
-// socketFix returns the fix for reason, and whether the row fails (a
-// privacy error or an unknown one) rather than warns (the agent is down).
-func socketFix(e *Env, s sources.Source, reason string) (fix string, isFail bool) {
-	for _, f := range socketFixes {
-		if m := f.re.FindStringSubmatch(reason); m != nil {
-			part := ""
-			if len(m) > 1 {
-				part = m[1]
-			}
-			return f.fix(e, s, part), !f.warnOnly
-		}
-	}
-	return restart(e, s) + "; if that does not help, see collie-durable(7)", true
 }

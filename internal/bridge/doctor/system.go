@@ -73,7 +73,7 @@ func FromSystem(getenv func(string) string, version string) *Env {
 		if err != nil {
 			var u *upstream.Unreachable
 			if errors.As(err, &u) {
-				return "", errors.New(u.Reason)
+				return "", probeError{u}
 			}
 			return "", err
 		}
@@ -134,3 +134,11 @@ func (u userManager) Unit(ctx context.Context, name string) (Unit, error) {
 	unit, err := u.m.Unit(ctx, name)
 	return Unit(unit), err
 }
+
+// probeError is an agent the probe could not reach: it reads as the
+// bridge's reason, exactly, and unwraps to the cause (a *sockpath.Error
+// carries the code doctor picks its fix by).
+type probeError struct{ u *upstream.Unreachable }
+
+func (p probeError) Error() string { return p.u.Reason }
+func (p probeError) Unwrap() error { return p.u.Err }

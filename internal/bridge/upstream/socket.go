@@ -3,7 +3,6 @@ package upstream
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"sync"
@@ -145,7 +144,8 @@ func (s *socketTransport) dial(ctx context.Context, p *socketPool) (net.Conn, er
 	// that made it: only its uid means something.
 	if err := s.peer(c, s.uid); err != nil {
 		c.Close()
-		return nil, &Unreachable{Reason: fmt.Sprintf("the socket's listener is not you: %v", err), Err: err}
+		le := sockpath.ListenerError(s.path, err)
+		return nil, &Unreachable{Reason: le.Reason, Err: le}
 	}
 	kc := &keptConn{UnixConn: c, p: p}
 	p.mu.Lock()

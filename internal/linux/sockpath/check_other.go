@@ -13,7 +13,7 @@ const sunPathLen = 108
 // errNoOwner is what Check and Dial say on a platform without Unix file
 // owners: nothing can show that a socket is private. Closed by default (T3).
 func errNoOwner(path string) error {
-	return &Error{Path: path, Reason: "this platform shows no file owner"}
+	return &Error{Path: path, Code: CodeUnsupported, Reason: "this platform shows no file owner"}
 }
 
 // Check refuses every path: this platform has no Unix file owners, so

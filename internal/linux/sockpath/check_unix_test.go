@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -292,11 +293,50 @@ func TestCheck(t *testing.T) {
 			if e.NoSocket != tt.noSocket {
 				t.Errorf("NoSocket = %v, want %v", e.NoSocket, tt.noSocket)
 			}
+			if code := codeOfReason(want); e.Code != code {
+				t.Errorf("Code = %q, want %q for %q", e.Code, code, want)
+			}
+			if e.Part != "" && !strings.HasPrefix(path, e.Part) {
+				t.Errorf("Part = %q, not a part of %q", e.Part, path)
+			}
+			if e.Part != "" && e.Code != CodeNoSocket && !strings.Contains(e.Reason, e.Part) && e.Code != CodeNotSocket && e.Code != CodeSocketMode && e.Code != CodeSocketOwner {
+				t.Errorf("Part = %q, which the reason %q does not name", e.Part, e.Reason)
+			}
 			if tt.noSocket && !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("errors.Is(%v, fs.ErrNotExist) = false, want true", err)
 			}
 		})
 	}
+}
+
+// codeOfReason is the code a reason's wording implies: the table of
+// TestCheck is written in sentences, and each must carry the code that
+// says the same to a program.
+func codeOfReason(reason string) Code {
+	for _, c := range []struct {
+		re   string
+		code Code
+	}{
+		{`^no socket path given`, CodeNoPath},
+		{`^the socket path .*(not absolute|not in clean form|control character|NUL byte|bytes, more than)`, CodeForm},
+		{`is a symlink$`, CodeSymlink},
+		{`is not a directory$`, CodeNotDirectory},
+		{`so group or others can write to it$`, CodeWritable},
+		{`^the socket's folder .* belongs to user`, CodeFolderOwner},
+		{`^the socket's folder .* has mode`, CodeFolderMode},
+		{`^the path is not a socket$`, CodeNotSocket},
+		{`^the socket belongs to user`, CodeSocketOwner},
+		{`^the socket has mode`, CodeSocketMode},
+		{`^no socket at `, CodeNoSocket},
+		{`^nothing is listening at `, CodeNotListening},
+		{`^cannot check `, CodeCannotCheck},
+		{`^cannot connect to `, CodeCannotConnect},
+	} {
+		if regexp.MustCompile(c.re).MatchString(reason) {
+			return c.code
+		}
+	}
+	return "unknown"
 }
 
 // TestCheckPathAbove runs the walk over the real folders above t.TempDir,

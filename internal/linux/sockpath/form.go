@@ -24,26 +24,26 @@ const MaxPathLen = sunPathLen - 1
 // CheckForm only reads the string; it does not look at the file system.
 func CheckForm(p string) error {
 	if p == "" {
-		return &Error{Reason: "no socket path given; give the full path"}
+		return &Error{Code: CodeNoPath, Reason: "no socket path given; give the full path"}
 	}
 	for i := 0; i < len(p); i++ {
 		switch c := p[i]; {
 		case c == 0:
 			// Not printed: the kernel would stop at the NUL, so the
 			// path shown would not be the path used.
-			return &Error{Path: p, Reason: "the socket path has a NUL byte; give the path without it"}
+			return &Error{Path: p, Code: CodeForm, Reason: "the socket path has a NUL byte; give the path without it"}
 		case c < 0x20 || c == 0x7f:
-			return &Error{Path: p, Reason: "the socket path " + strconv.QuoteToASCII(p) + " has a control character; give the path without it"}
+			return &Error{Path: p, Code: CodeForm, Reason: "the socket path " + strconv.QuoteToASCII(p) + " has a control character; give the path without it"}
 		}
 	}
 	if p[0] != '/' {
-		return &Error{Path: p, Reason: "the socket path " + p + " is not absolute; give the full path"}
+		return &Error{Path: p, Code: CodeForm, Reason: "the socket path " + p + " is not absolute; give the full path"}
 	}
 	if path.Clean(p) != p {
-		return &Error{Path: p, Reason: "the socket path " + p + ` is not in clean form; write it without "." or ".." parts and without doubled or trailing slashes, as the agent listens on it`}
+		return &Error{Path: p, Code: CodeForm, Reason: "the socket path " + p + ` is not in clean form; write it without "." or ".." parts and without doubled or trailing slashes, as the agent listens on it`}
 	}
 	if len(p) > MaxPathLen {
-		return &Error{Path: p, Reason: "the socket path " + p + " is " + strconv.Itoa(len(p)) + " bytes, more than the " + strconv.Itoa(MaxPathLen) + " a Unix socket address holds; use a shorter path, such as $XDG_RUNTIME_DIR/desk/NAME.sock"}
+		return &Error{Path: p, Code: CodeForm, Reason: "the socket path " + p + " is " + strconv.Itoa(len(p)) + " bytes, more than the " + strconv.Itoa(MaxPathLen) + " a Unix socket address holds; use a shorter path, such as $XDG_RUNTIME_DIR/desk/NAME.sock"}
 	}
 	return nil
 }

@@ -41,19 +41,20 @@ func folderOf(path string) string {
 func judge(path, folder, part string, st *unix.Stat_t, uid int) *Error {
 	mode := uint32(st.Mode)
 	if mode&typeMask == typeLink {
-		return &Error{Path: path, Reason: "socket-not-private: " + part + " is a symlink"}
+		return &Error{Path: path, Code: CodeSymlink, Part: part, Reason: "socket-not-private: " + part + " is a symlink"}
 	}
+	var code Code
 	var reason string
 	switch part {
 	case path:
-		reason = checkSocket(mode, st.Uid, uid)
+		code, reason = checkSocket(mode, st.Uid, uid)
 	case folder:
-		reason = checkFolder(part, mode, st.Uid, uid)
+		code, reason = checkFolder(part, mode, st.Uid, uid)
 	default:
-		reason = checkAbove(part, mode)
+		code, reason = checkAbove(part, mode)
 	}
 	if reason != "" {
-		return &Error{Path: path, Reason: reason}
+		return &Error{Path: path, Code: code, Part: part, Reason: reason}
 	}
 	return nil
 }
@@ -61,9 +62,9 @@ func judge(path, folder, part string, st *unix.Stat_t, uid int) *Error {
 // statError turns a failed look at part into the reason T4 asks for.
 func statError(path, part string, err error) *Error {
 	if errors.Is(err, unix.ENOENT) {
-		return &Error{Path: path, Reason: "no socket at " + path, NoSocket: true, Err: err}
+		return &Error{Path: path, Code: CodeNoSocket, Part: part, Reason: "no socket at " + path, NoSocket: true, Err: err}
 	}
-	return &Error{Path: path, Reason: "cannot check " + part + ": " + err.Error(), Err: err}
+	return &Error{Path: path, Code: CodeCannotCheck, Part: part, Reason: "cannot check " + part + ": " + err.Error(), Err: err}
 }
 
 // connectError turns a failed connect(2) to the socket at path into a
@@ -80,55 +81,55 @@ func connectError(path string, err error) *Error {
 	}
 	switch {
 	case errors.Is(err, unix.ECONNREFUSED):
-		return &Error{Path: path, Reason: "nothing is listening at " + path + "; start the agent (or its .socket unit)", NoSocket: true, Connect: true, Err: err}
+		return &Error{Path: path, Code: CodeNotListening, Part: path, Reason: "nothing is listening at " + path + "; start the agent (or its .socket unit)", NoSocket: true, Connect: true, Err: err}
 	case errors.Is(err, unix.ENOENT):
-		return &Error{Path: path, Reason: "no socket at " + path, NoSocket: true, Connect: true, Err: err}
+		return &Error{Path: path, Code: CodeNoSocket, Part: path, Reason: "no socket at " + path, NoSocket: true, Connect: true, Err: err}
 	}
-	return &Error{Path: path, Reason: "cannot connect to " + path + ": " + inner.Error(), Connect: true, Err: err}
+	return &Error{Path: path, Code: CodeCannotConnect, Part: path, Reason: "cannot connect to " + path + ": " + inner.Error(), Connect: true, Err: err}
 }
 
 // checkAbove applies the T3 rule for a folder above the socket's folder. Its
 // owner is not checked: a service with a private /tmp sees root's folder as
 // user 65534. A sticky folder such as /tmp may be writable by all, because
 // nobody can rename or remove what another user made in it.
-func checkAbove(part string, mode uint32) string {
+func checkAbove(part string, mode uint32) (Code, string) {
 	if mode&typeMask != typeDir {
-		return part + " is not a directory"
+		return CodeNotDirectory, part + " is not a directory"
 	}
 	if mode&0o022 != 0 && mode&sticky == 0 {
-		return part + " has mode " + octal(mode) + ", so group or others can write to it"
+		return CodeWritable, part + " has mode " + octal(mode) + ", so group or others can write to it"
 	}
-	return ""
+	return "", ""
 }
 
 // checkFolder applies the T3 rule for the socket's own folder: the user's,
 // mode exactly 0700. The sticky bit counts, so /tmp is never the folder.
-func checkFolder(part string, mode, owner uint32, uid int) string {
+func checkFolder(part string, mode, owner uint32, uid int) (Code, string) {
 	if mode&typeMask != typeDir {
-		return "the socket's folder " + part + " is not a directory"
+		return CodeNotDirectory, "the socket's folder " + part + " is not a directory"
 	}
 	if !sameUID(owner, uid) {
-		return "the socket's folder " + part + " belongs to user " + strconv.FormatUint(uint64(owner), 10) + ", not to " + strconv.Itoa(uid)
+		return CodeFolderOwner, "the socket's folder " + part + " belongs to user " + strconv.FormatUint(uint64(owner), 10) + ", not to " + strconv.Itoa(uid)
 	}
 	if mode&modeBits != 0o700 {
-		return "the socket's folder " + part + " has mode " + octal(mode) + ", not 0700"
+		return CodeFolderMode, "the socket's folder " + part + " has mode " + octal(mode) + ", not 0700"
 	}
-	return ""
+	return "", ""
 }
 
 // checkSocket applies the T3 rule for the socket: a socket, the user's, with
 // no permission for group or others.
-func checkSocket(mode, owner uint32, uid int) string {
+func checkSocket(mode, owner uint32, uid int) (Code, string) {
 	if mode&typeMask != typeSocket {
-		return "the path is not a socket"
+		return CodeNotSocket, "the path is not a socket"
 	}
 	if !sameUID(owner, uid) {
-		return "the socket belongs to user " + strconv.FormatUint(uint64(owner), 10) + ", not to " + strconv.Itoa(uid)
+		return CodeSocketOwner, "the socket belongs to user " + strconv.FormatUint(uint64(owner), 10) + ", not to " + strconv.Itoa(uid)
 	}
 	if mode&0o077 != 0 {
-		return "the socket has mode " + octal(mode) + ", not 0600"
+		return CodeSocketMode, "the socket has mode " + octal(mode) + ", not 0600"
 	}
-	return ""
+	return "", ""
 }
 
 // sameUID compares without converting uid to uint32, which would make a

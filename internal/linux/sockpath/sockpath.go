@@ -31,11 +31,52 @@
 // poll of an agent (upstream's BenchmarkPoll304) about 240 µs (was 210 µs).
 package sockpath
 
+// Code names what a check found, so that a program acts on it (collie
+// doctor's fix, the bridge's status) without reading the sentence.
+type Code string
+
+// The codes of an Error. The sentence in Reason says the same in words.
+const (
+	CodeNoPath        Code = "no-path"            // no socket path given
+	CodeForm          Code = "path-form"          // not absolute, not clean, a control character or NUL, too long
+	CodeSymlink       Code = "symlink"            // a part of the path is a symbolic link
+	CodeNotDirectory  Code = "not-a-directory"    // a folder on the way, or the socket's folder, is not a directory
+	CodeWritable      Code = "writable-by-others" // a folder above the socket's folder is writable by group or others, not sticky
+	CodeFolderOwner   Code = "folder-owner"       // the socket's folder is another user's
+	CodeFolderMode    Code = "folder-mode"        // the socket's folder's mode is not 0700
+	CodeNotSocket     Code = "not-a-socket"       // the path is no socket
+	CodeSocketOwner   Code = "socket-owner"       // the socket is another user's
+	CodeSocketMode    Code = "socket-mode"        // group or others have a permission on the socket
+	CodeListener      Code = "listener-not-you"   // the process listening is not the user (the peer check)
+	CodeNoSocket      Code = "no-socket"          // nothing at the path, or a folder on the way is missing
+	CodeNotListening  Code = "not-listening"      // a socket, but nothing listens on it
+	CodeCannotCheck   Code = "cannot-check"       // a part could not be looked at (permission, I/O)
+	CodeCannotConnect Code = "cannot-connect"     // every part passed and connect(2) failed otherwise
+	CodeUnsupported   Code = "unsupported"        // this platform cannot check owners
+)
+
+// Private reports whether c is a refusal of the path's privacy (T3, or a
+// listener that is not the user), rather than an agent that is not there.
+func (c Code) Private() bool {
+	switch c {
+	case CodeSymlink, CodeNotDirectory, CodeWritable, CodeFolderOwner, CodeFolderMode,
+		CodeNotSocket, CodeSocketOwner, CodeSocketMode, CodeListener:
+		return true
+	}
+	return false
+}
+
 // Error is what Check returns when the bridge may not connect.
 // Its Error method returns Reason exactly, so callers can show it as is.
 type Error struct {
 	// Path is the socket path that was checked, exactly as it was given.
 	Path string
+	// Code says what failed, for programs; Reason says it for people.
+	Code Code
+	// Part is the part of the path the failure is about: a folder on the
+	// way, the socket's folder or the socket itself ("" when the path's
+	// form is refused before any part is looked at).
+	Part string
 	// Reason is the sentence of spec T3 or T4 that says what failed.
 	Reason string
 	// NoSocket is true when nothing is at the path, a folder on the way is
@@ -62,4 +103,10 @@ func (e *Error) Unwrap() error { return e.Err }
 type ID struct {
 	Dev, Ino uint64
 	Ctime    int64 // nanoseconds since the epoch
+}
+
+// ListenerError is the refusal of a socket whose listener is not the user,
+// found by the peer check once connected (peercred): err says who it is.
+func ListenerError(path string, err error) *Error {
+	return &Error{Path: path, Code: CodeListener, Part: path, Reason: "the socket's listener is not you: " + err.Error(), Err: err}
 }

@@ -73,7 +73,7 @@ func dial(ctx context.Context, path string, uid int, passed func(part string)) (
 		if e := connectError(path, err); !e.NoSocket || !procMissing() {
 			return nil, ID{}, e
 		}
-		return nil, ID{}, &Error{Path: path, Reason: "cannot connect to " + path + ": /proc is not mounted, and the bridge connects through /proc/self/fd to the very socket it checked; mount procfs at /proc", Connect: true, Err: err}
+		return nil, ID{}, &Error{Path: path, Code: CodeCannotConnect, Part: path, Reason: "cannot connect to " + path + ": /proc is not mounted, and the bridge connects through /proc/self/fd to the very socket it checked; mount procfs at /proc", Connect: true, Err: err}
 	}
 	return c.(*net.UnixConn), id, nil
 }
@@ -101,7 +101,7 @@ func walkStat(path string, uid int, passed func(part string), st *unix.Stat_t) (
 		return -1, err
 	}
 	if path == "/" {
-		return -1, &Error{Path: path, Reason: "the path is not a socket"}
+		return -1, &Error{Path: path, Code: CodeNotSocket, Part: path, Reason: "the path is not a socket"}
 	}
 	folder := folderOf(path)
 

@@ -16,7 +16,7 @@ func walkByName(path string, uid int, passed func(part string)) (ID, error) {
 		return ID{}, err
 	}
 	if path == "/" {
-		return ID{}, &Error{Path: path, Reason: "the path is not a socket"}
+		return ID{}, &Error{Path: path, Code: CodeNotSocket, Part: path, Reason: "the path is not a socket"}
 	}
 	folder := folderOf(path)
 	var st unix.Stat_t
