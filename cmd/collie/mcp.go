@@ -15,6 +15,7 @@ import (
 	"github.com/collie-linux/collie/internal/agent/ask"
 	"github.com/collie-linux/collie/internal/agent/mcpserver"
 	"github.com/collie-linux/collie/internal/cli/version"
+	"github.com/collie-linux/collie/internal/linux/fileowner"
 )
 
 // cmdMCP is `collie mcp`: an MCP server on stdin and stdout for one
@@ -67,7 +68,7 @@ func withRuntimeDir(getenv func(string) string, base string, uid int, lstat func
 	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
 		return getenv
 	}
-	if fileOwner(fi) != uid {
+	if o, ok := fileowner.UID(fi); !ok || o != uid {
 		return getenv
 	}
 	return func(k string) string {

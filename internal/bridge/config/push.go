@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/collie-linux/collie/internal/linux/fileowner"
 )
 
 // Push is [push]: how a new question reaches the user when no page is
@@ -158,7 +160,7 @@ func readTokenFile(path string) (string, error) {
 	if fi.Mode().Perm()&0o077 != 0 {
 		return "", fmt.Errorf("[push.ntfy] token_file %s has mode %04o, so others can read the token; run: chmod 600 %s", path, fi.Mode().Perm(), path)
 	}
-	if uid, ok := fileOwner(fi); ok && uid != os.Getuid() {
+	if uid, ok := fileowner.UID(fi); ok && uid != os.Getuid() {
 		return "", fmt.Errorf("[push.ntfy] token_file %s belongs to user %d, not to you", path, uid)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))

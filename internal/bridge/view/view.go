@@ -16,18 +16,18 @@ import (
 
 // AgentStatus is one attached durable agent as the bridge sees it.
 type AgentStatus struct {
-	Name      string    `json:"name"`
-	Transport string    `json:"transport"`          // "socket" or "https"
-	Target    string    `json:"target"`             // socket path or URL; never a token
-	TokenSet  bool      `json:"tokenSet,omitempty"` // a token is stored (K5: shown, never printed)
-	Reachable bool      `json:"reachable"`
-	Reason    string    `json:"reason,omitempty"` // why not, exactly (T3, T4)
+	Name      string `json:"name"`
+	Transport string `json:"transport"`          // "socket" or "https"
+	Target    string `json:"target"`             // socket path or URL; never a token
+	TokenSet  bool   `json:"tokenSet,omitempty"` // a token is stored (K5: shown, never printed)
+	Reachable bool   `json:"reachable"`
+	Reason    string `json:"reason,omitempty"` // why not, exactly (T3, T4)
 	// ReasonCode is Reason for programs: the socket walk's code
 	// (sockpath.Code: "folder-mode", "no-socket", ...), "token-refused",
 	// or "unreachable" for any other failure; "" while reachable.
-	ReasonCode string `json:"reasonCode,omitempty"`
-	Agent     string    `json:"agent,omitempty"`  // the name the agent gives itself
-	Checked   time.Time `json:"checked,omitzero"` // when the last poll began
+	ReasonCode string    `json:"reasonCode,omitempty"`
+	Agent      string    `json:"agent,omitempty"`  // the name the agent gives itself
+	Checked    time.Time `json:"checked,omitzero"` // when the last poll began
 	// Mode is how the bridge reads the agent: "waiting read"
 	// (held at the agent until its state changes), "polled every 10 s"
 	// (an agent without waiting reads, at the seed's cadence, K8),

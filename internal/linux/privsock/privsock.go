@@ -13,9 +13,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
+	"github.com/collie-linux/collie/internal/linux/fileowner"
 	"github.com/collie-linux/collie/internal/linux/sockpath"
 )
 
@@ -80,8 +80,8 @@ func ensureFolder(dir string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("the socket's folder %s is not a directory; remove it or choose another socket path", dir)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("the socket's folder %s belongs to user %d, not to %d; remove it or choose another socket path", dir, st.Uid, os.Getuid())
+	if uid, ok := fileowner.UID(fi); ok && uid != os.Getuid() {
+		return fmt.Errorf("the socket's folder %s belongs to user %d, not to %d; remove it or choose another socket path", dir, uid, os.Getuid())
 	}
 	if mode := fi.Mode() & (fs.ModePerm | fs.ModeSticky | fs.ModeSetgid | fs.ModeSetuid); mode != 0o700 {
 		return fmt.Errorf("the socket's folder %s has mode %04o, not 0700; fix it with: chmod 0700 %s", dir, unixMode(fi.Mode()), dir)
