@@ -12,6 +12,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"testing"
@@ -67,6 +69,14 @@ func BenchmarkQuestionLatency(b *testing.B) {
 			})
 		}
 	}
+}
+
+// gcCount is how many garbage collections have ended, read without
+// stopping the world.
+func gcCount() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -197,22 +207,68 @@ func measureLatency(b *testing.B, tr string, watching bool) []time.Duration {
 		}
 	}
 	lat := make([]time.Duration, 0, latencyQuestions)
+	gcs := make([]bool, 0, latencyQuestions) // a GC ran while the question travelled
+	// Where each question's time went: until Pose returned (the agent's
+	// side) and until the bridge held it.
+	type stages struct{ posed, held time.Duration }
+	split := make([]stages, 0, latencyQuestions)
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
 	b.ResetTimer()
 	for i := range latencyQuestions {
 		time.Sleep(150*time.Millisecond + rand.N(200*time.Millisecond))
 		drain()
+		gc0 := gcCount()
 		asked := time.Now()
 		if _, err := boards[rand.N(n)].Pose("main", wire.AskRequest{RequestID: fmt.Sprintf("ask-%d", i), Kind: wire.AskYesNo, Title: fmt.Sprintf("Deploy %d?", i)}); err != nil {
 			b.Fatal(err)
 		}
+		posed := time.Since(asked)
 		select {
 		case at := <-seen:
 			lat = append(lat, at.Sub(asked))
+			gcs = append(gcs, gcCount() != gc0)
+			held := at.Sub(asked)
+			if watching {
+				select {
+				case hb := <-atBridge:
+					held = hb.Sub(asked)
+				case <-time.After(time.Second):
+				}
+			}
+			split = append(split, stages{posed, held})
 		case <-time.After(15 * time.Second):
 			b.Fatalf("question %d did not show within 15 s", i)
 		}
 	}
 	b.StopTimer()
+	runtime.ReadMemStats(&m1)
+	// Which of the slowest questions met a garbage collection, and how
+	// much the whole process allocated per question.
+	order := make([]int, len(lat))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(i, j int) int { return int(lat[j] - lat[i]) })
+	slow, slowGC, allGC := len(lat)/20, 0, 0
+	var slowPosed, slowHeld, slowAll time.Duration
+	for k, i := range order {
+		if k < slow {
+			slowPosed += split[i].posed
+			slowHeld += split[i].held
+			slowAll += lat[i]
+		}
+		if gcs[i] {
+			allGC++
+			if k < slow {
+				slowGC++
+			}
+		}
+	}
+	fmt.Printf("  the slowest %d questions, on average: %.1f ms in all, %.1f ms until the agent posed it, %.1f ms until the bridge held it\n",
+		slow, ms(slowAll)/float64(slow), ms(slowPosed)/float64(slow), ms(slowHeld)/float64(slow))
+	fmt.Printf("  %d GCs (%.1f KiB allocated per question); %d of the slowest %d questions and %d of all %d met one; GC pauses %.1f ms in all\n",
+		m1.NumGC-m0.NumGC, float64(m1.TotalAlloc-m0.TotalAlloc)/1024/float64(len(lat)), slowGC, slow, allGC, len(lat), float64(m1.PauseTotalNs-m0.PauseTotalNs)/1e6)
 	return lat
 }
 
@@ -235,23 +291,6 @@ func waitModeAll(tb testing.TB, br *Bridge, n int, mode string) {
 		}
 		if time.Now().After(deadline) {
 			tb.Fatalf("%d of %d agents in mode %q after 30 s", in, n, mode)
-		}
-	}
-}
-
-// waitMode waits until the bridge reads its only agent in mode.
-func waitMode(tb testing.TB, br *Bridge, mode string) {
-	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for ; ; <-tick.C {
-		st := br.Agents()
-		if len(st) > 0 && st[0].Reachable && st[0].Mode == mode {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("the agent is not in mode %q after 10 s: %+v", mode, st)
 		}
 	}
 }
