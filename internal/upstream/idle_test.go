@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -250,5 +251,55 @@ func TestKeptConnectionClosedByAgentIsNotReused(t *testing.T) {
 	a.answer()
 	if err := <-errc; err != nil {
 		t.Fatalf("the read after the agent closed the kept connection: %v", err)
+	}
+}
+
+// TestSocketRepliesParsedWithoutTransport: the socket client reads the
+// agent's replies itself (no net/http Transport): a chunked body is read
+// whole and its connection kept; a reply that says Connection: close, or
+// whose body is not read to its end, does not keep its connection; an
+// informational reply before the answer is skipped; headers without end
+// are refused once past 16 KiB, with a sentence that says so.
+func TestSocketRepliesParsedWithoutTransport(t *testing.T) {
+	const etag = "ETag: \"e2\"\r\n"
+	tests := []struct {
+		name  string
+		reply string
+		kept  bool   // the connection is kept for the next request
+		err   string // in the error; "" for none
+	}{
+		{"chunked_body", "HTTP/1.1 200 OK\r\n" + etag + "Transfer-Encoding: chunked\r\n\r\nd\r\n{\"spaces\":[]}\r\n0\r\n\r\n", true, ""},
+		{"content_length_body", "HTTP/1.1 200 OK\r\n" + etag + "Content-Length: 13\r\n\r\n{\"spaces\":[]}", true, ""},
+		{"connection_close", "HTTP/1.1 304 Not Modified\r\n" + etag + "Connection: close\r\n\r\n", false, ""},
+		{"informational_first", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 304 Not Modified\r\n" + etag + "\r\n", true, ""},
+		{"trailing_space_in_body", "HTTP/1.1 200 OK\r\n" + etag + "Content-Length: 100\r\n\r\n{\"spaces\":[]}" + strings.Repeat(" ", 87), true, ""},
+		{"body_over_the_cap_not_read", "HTTP/1.1 200 OK\r\n" + etag + "Content-Length: 5000000\r\n\r\n{", false, "cap"},
+		{"endless_headers", "HTTP/1.1 200 OK\r\n" + strings.Repeat("X-Pad: "+strings.Repeat("a", 90)+"\r\n", 700), false, "reply headers are longer than 16384 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := newRawAgent(t)
+			c := NewSocket(a.path, os.Getuid()).(*reader)
+			defer c.Close()
+			errc := make(chan error, 1)
+			go func() {
+				_, err := c.Snapshot(context.Background(), `"e"`)
+				errc <- err
+			}()
+			if err := a.take(); err != nil {
+				t.Fatal(err)
+			}
+			unix.Write(a.fds[0], []byte(tt.reply))
+			err := <-errc
+			switch {
+			case tt.err == "" && err != nil:
+				t.Fatalf("read: %v", err)
+			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+				t.Fatalf("read: %v, want an error saying %q", err, tt.err)
+			}
+			if n, want := openConns(c), map[bool]int{true: 1, false: 0}[tt.kept]; n != want {
+				t.Errorf("%d connections open after the reply, want %d", n, want)
+			}
+		})
 	}
 }
