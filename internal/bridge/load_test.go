@@ -127,6 +127,17 @@ func BenchmarkLoadThousand(b *testing.B) {
 		child.expect(b, "ok")
 	}
 
+	// collie durable list: every agent read once more beside its held
+	// read. The connections those reads made must not stay open.
+	// Check waits 5 s at most: give the reads still under way 5 s more.
+	child.send(b, "check")
+	child.expect(b, "ok")
+	time.Sleep(5 * time.Second)
+	checkedFDs, checkedKinds, err := openFDs(child.cmd.Process.Pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+
 	// A device watches; one agent a second changes.
 	req, _ := http.NewRequestWithContext(ctx, "GET", child.url+"/api/v1/events", nil)
 	req.Header.Set("Authorization", "Bearer "+child.cred)
@@ -182,6 +193,8 @@ func BenchmarkLoadThousand(b *testing.B) {
 		n, *loadWindow, idle.cpu*100, idleCoreBudget, idle.cpu*100/idleCoreBudget, mb(idle.rss), idleRSSBudget, mb(idle.rss)/idleRSSBudget, perAgent(idle.rss, base.rss)/1024,
 		idle.fds, idle.kinds, perAgent(int64(idle.fds), int64(base.fds)), idle.kinds["socket"]-base.kinds["socket"],
 		idle.goroutines, perAgent(int64(idle.goroutines), int64(base.goroutines)), mb(idle.heap), perAgent(int64(idle.heap), int64(base.heap))/1024)
+	fmt.Printf("5 s after collie durable list (a read of every agent beside its held one): %d fds %v (%.2f per agent over the baseline)\n",
+		checkedFDs, checkedKinds, perAgent(int64(checkedFDs), int64(base.fds)))
 	fmt.Printf("the same with a device watching and %d changes in %s: bridge %.2f%% of one core (budget %d%%: %.2fx), RSS %.1f MB, %d fds, %d goroutines; %d feed events\n",
 		k, *loadWindow, watch.cpu*100, watchBudget, watch.cpu*100/watchBudget, mb(watch.rss), watch.fds, watch.goroutines, len(events))
 }
@@ -357,6 +370,7 @@ func vmRSS(pid int) (int64, error) {
 // one a line on its stdin, until its stdin closes:
 //
 //	reload           reload sources.json; says "held" once every agent is held in a waiting read
+//	check            reads every agent once more, as collie durable list does; says "ok"
 //	stats            says "stats GOROUTINES HEAP" (the live heap after a GC, in bytes)
 //	cpu FILE         starts a CPU profile into FILE; says "ok"
 //	cpu-stop         stops it; says "ok"
@@ -409,6 +423,9 @@ func TestLoadChild(t *testing.T) {
 			}
 			waitHeld(t, br)
 			fmt.Println("held")
+		case "check":
+			br.Check(context.Background())
+			fmt.Println("ok")
 		case "stats":
 			fmt.Printf("stats %d %d\n", runtime.NumGoroutine(), heapAfterGC())
 		case "cpu":
