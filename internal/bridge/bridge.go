@@ -16,11 +16,11 @@
 // at the seed's cadence (K8). One scheduler serves them all (sched.go).
 //
 // What 1,000 agents held in waiting reads cost, measured by
-// TestLoadThousand (make bench; a child process, light agents on Unix
-// sockets): see the README's performance section. Per held agent the
-// bridge keeps one goroutine blocked in its read, the kept connection's
-// two goroutines in net/http, the connection's buffers and the agent's
-// cleaned snapshot.
+// BenchmarkLoadThousand (make bench; a child process, light agents on Unix
+// sockets): see the README's performance section. Per held socket agent
+// the bridge keeps one goroutine blocked in its read, the connection's
+// descriptor (no transport goroutines, no buffer while the read is held:
+// see internal/bridge/upstream) and the agent's cleaned snapshot.
 package bridge
 
 import (

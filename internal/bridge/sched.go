@@ -19,11 +19,13 @@ import (
 //   - waiting: its agent honours waiting reads (upstream.Waiter, the agent
 //     marks its answers Collie-Waited). One read is held at the agent until
 //     its state changes or the wait (Wait, 60 s) ends, and the next goes out
-//     as soon as it returns. A held read costs a goroutine here and the
-//     connection's two in net/http's transport, and no timer of ours: see
-//     the package doc's figures. A socket agent's path is walked again
-//     every IdleInterval while its read is held (T4: a path that turns
-//     unsafe is unreachable at once, not at the end of the wait).
+//     as soon as it returns. A held read over the socket costs this
+//     goroutine and the connection's descriptor (over HTTPS, also the
+//     connection's two goroutines in net/http's transport), and no timer
+//     of ours: see the package doc's figures. A socket agent's path is
+//     walked again, by name, every IdleInterval while its read is held
+//     (T4: a path that turns unsafe is unreachable at once, not at the
+//     end of the wait).
 //   - polled: its agent answered at once, unmarked (it does not know
 //     waiting reads). Read at the seed's cadence (K8): every 10 s, every 2 s
 //     while a device watches. Each read still asks for the wait, so an
@@ -228,7 +230,11 @@ func (b *Bridge) walk(agents []*agent) {
 	results := make([]result, 0, len(agents))
 	for _, a := range agents {
 		at := time.Now()
-		results = append(results, result{a, at, sockpath.Check(a.src.Socket, b.o.UID)})
+		// The walk by name (lstat from / down, T2): the same rules and
+		// reasons as the walk before a connection, at a third of its
+		// system calls, since nothing is connected to here.
+		_, err := sockpath.Identify(a.src.Socket, b.o.UID)
+		results = append(results, result{a, at, err})
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

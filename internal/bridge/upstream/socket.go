@@ -57,18 +57,26 @@ type socketTransport struct {
 
 // socketPool is the connections to one socket, by its ID. Once closed it
 // is never used again: the next request makes a new pool.
+//
+// It keeps at most one connection between requests, and only when no
+// other request is under way: a request beside a held waiting read (a
+// write, a check) connects anew and closes its connection when done, so
+// an idle agent costs one descriptor.
 type socketPool struct {
 	id sockpath.ID
-	tr *http.Transport
 
 	mu    sync.Mutex
-	conns map[*keptConn]struct{}
-	gone  error // why the pool was closed; nil while it is open
+	conns map[*keptConn]struct{} // every open connection, busy or idle
+	idle  *keptConn              // the kept connection no request uses
+	busy  int                    // requests under way
+	gone  error                  // why the pool was closed; nil while it is open
 }
 
 // RoundTrip walks the path, drops the kept connections when the walk
-// fails or ends at another socket, and sends req over a kept connection or
-// a new one to the socket the walk checked.
+// fails or ends at another socket, and sends req over the kept connection
+// or a new one to the socket the walk checked. A GET that fails on a kept
+// connection before any reply (the agent closed it meanwhile) is sent once
+// more over a new one.
 func (s *socketTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	p, err := s.pool()
 	if err != nil {
@@ -77,14 +85,55 @@ func (s *socketTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	resp, err := p.tr.RoundTrip(req)
-	if err != nil {
+	for attempt := 0; ; attempt++ {
+		c, kept, err := s.conn(req.Context(), p)
+		if err != nil {
+			if req.Body != nil {
+				req.Body.Close()
+			}
+			return nil, err
+		}
+		resp, err := c.exchange(req)
+		if err == nil {
+			return resp, nil
+		}
 		if why := p.closed(); why != nil {
 			return nil, why
 		}
-		return nil, err
+		if !kept || attempt > 0 || req.Context().Err() != nil || (req.Method != http.MethodGet && req.Method != http.MethodHead) {
+			return nil, err
+		}
 	}
-	return resp, nil
+}
+
+// conn returns p's kept connection when it is still good, or a new one
+// (walked and checked: see dial); kept says which.
+func (s *socketTransport) conn(ctx context.Context, p *socketPool) (*keptConn, bool, error) {
+	p.mu.Lock()
+	if p.gone != nil {
+		p.mu.Unlock()
+		return nil, false, p.gone
+	}
+	c := p.idle
+	p.idle = nil
+	p.busy++ // from now on: no other request keeps its connection
+	p.mu.Unlock()
+	kept := c != nil && c.alive(time.Now())
+	if c != nil && !kept {
+		c.Close()
+	}
+	var err error
+	if !kept {
+		c, err = s.dial(ctx, p)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		p.busy--
+		return nil, false, err
+	}
+	c.busy = true // c's Close or release ends the request
+	return c, kept, nil
 }
 
 // pool runs the T2 walk and returns the pool for the socket it ends at.
@@ -111,21 +160,13 @@ func (s *socketTransport) pool() (*socketPool, error) {
 }
 
 func (s *socketTransport) newPool(id sockpath.ID) *socketPool {
-	p := &socketPool{id: id, conns: map[*keptConn]struct{}{}}
-	p.tr = &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return s.dial(ctx, p) },
-		// A waiting read and a write may be under way at once.
-		MaxIdleConnsPerHost:    2,
-		IdleConnTimeout:        50 * time.Second, // below the reference agent's 60 s
-		MaxResponseHeaderBytes: 16 << 10,
-	}
-	return p
+	return &socketPool{id: id, conns: map[*keptConn]struct{}{}}
 }
 
 // dial connects to exactly the socket a walk checked (sockpath.DialID),
 // refuses it unless it is the socket of p, and then refuses a listener that
 // is not ours: the peer check, once per connection (L3).
-func (s *socketTransport) dial(ctx context.Context, p *socketPool) (net.Conn, error) {
+func (s *socketTransport) dial(ctx context.Context, p *socketPool) (*keptConn, error) {
 	c, id, err := sockpath.DialID(ctx, s.path, s.uid)
 	if err != nil {
 		u := &Unreachable{Reason: err.Error(), Err: err}
@@ -164,7 +205,18 @@ func (s *socketTransport) CloseIdleConnections() {
 	p := s.cur
 	s.mu.Unlock()
 	if p != nil {
-		p.tr.CloseIdleConnections()
+		p.closeIdle()
+	}
+}
+
+// closeIdle closes the kept connection no request uses.
+func (p *socketPool) closeIdle() {
+	p.mu.Lock()
+	c := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	if c != nil {
+		c.Close()
 	}
 }
 
@@ -185,7 +237,6 @@ func (p *socketPool) close(why error) {
 	for _, c := range conns {
 		c.Close()
 	}
-	p.tr.CloseIdleConnections()
 }
 
 func (p *socketPool) closed() error {
@@ -197,12 +248,43 @@ func (p *socketPool) closed() error {
 // keptConn is one connection of a pool.
 type keptConn struct {
 	*net.UnixConn
-	p *socketPool
+	p         *socketPool
+	idleSince time.Time // when it was last given back
+	busy      bool      // counted in p.busy
 }
 
+// Close closes c and forgets it; a request it carried is no longer under way.
 func (c *keptConn) Close() error {
 	c.p.mu.Lock()
 	delete(c.p.conns, c)
+	if c.p.idle == c {
+		c.p.idle = nil
+	}
+	if c.busy {
+		c.busy = false
+		c.p.busy--
+	}
 	c.p.mu.Unlock()
 	return c.UnixConn.Close()
+}
+
+// release gives c back after a request that read its reply to the end:
+// it is kept for the next request when no other request is under way and
+// the pool is open, and closed otherwise.
+func (c *keptConn) release() {
+	p := c.p
+	p.mu.Lock()
+	if c.busy {
+		c.busy = false
+		p.busy--
+	}
+	keep := p.gone == nil && p.busy == 0 && p.idle == nil
+	if keep {
+		c.idleSince = time.Now()
+		p.idle = c
+	}
+	p.mu.Unlock()
+	if !keep {
+		c.Close()
+	}
 }
