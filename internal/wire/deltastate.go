@@ -256,8 +256,8 @@ type applier struct {
 	inPlace bool // base is its line's tip: its lists may grow in place
 	rep     *Report
 
-	spaces bool                // snap.Spaces is a copy
-	tabs   map[int]bool        // snap.Spaces[i].Tabs is a copy
+	spaces bool            // snap.Spaces is a copy
+	tabs   map[int]bool    // snap.Spaces[i].Tabs is a copy
 	convs  map[[2]int]bool // snap.Spaces[i].Tabs[j].Conversations is a copy
 }
 
