@@ -346,3 +346,10 @@ func (a *applier) conversation(ns *State, p convPos, cd *ConversationDelta) (int
 	}
 	return grow, nil
 }
+
+// Since reports whether l's state comes from from's by deltas alone (one
+// line, l no older): then Unchanged is false only for conversations a
+// delta touched.
+func (l *Lineage) Since(from *Lineage) bool {
+	return l != nil && from != nil && l.line == from.line && l.gen >= from.gen
+}
