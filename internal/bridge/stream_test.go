@@ -43,14 +43,13 @@ func BenchmarkStreamingAgent(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type side struct {
-		name    string
-		srv     *durable.Server
-		wrote   atomic.Int64
-		pid     int
-		events  atomic.Int64
-		cpu     float64
-		bytes   int64
-		changes int
+		name   string
+		srv    *durable.Server
+		wrote  atomic.Int64
+		pid    int
+		events atomic.Int64
+		cpu    float64
+		bytes  int64
 	}
 	sides := []*side{{name: "deltas"}, {name: "whole (extension off)"}}
 	items := transcript(*streamTranscript)
@@ -92,8 +91,8 @@ func BenchmarkStreamingAgent(b *testing.B) {
 		s.pid = pid
 		go watchFeed(ctx, b, url, cred, &s.events)
 	}
-	time.Sleep(3 * time.Second) // the first whole reads settle
-
+	// Each child said ready once its agent was held in a waiting read:
+	// the first whole read is behind it.
 	b.ResetTimer()
 	var wg sync.WaitGroup
 	start := time.Now()

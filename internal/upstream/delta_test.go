@@ -217,3 +217,53 @@ func TestDelta_X4_RefusedDeltaReadsWhole(t *testing.T) {
 		})
 	}
 }
+
+// TestDelta_ConcurrentReads: a read beside a delta read (collie durable
+// list checks an agent held in a waiting read) asks for the whole snapshot,
+// and snapshots already handed out never change while later deltas append
+// to the newest one in place (run with -race).
+func TestDelta_ConcurrentReads(t *testing.T) {
+	srv, client, _ := deltaAgent(t, "socket", nil)
+	c := client()
+	defer c.Close()
+	ctx := context.Background()
+	rd, err := c.SnapshotWait(ctx, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := streamSnap(300)
+	handed := make(chan *wire.Snapshot, 64)
+	encoded := make(chan struct{})
+	go func() { // a device encoding what it was handed, while reads go on
+		defer close(encoded)
+		for s := range handed {
+			before := stateJSON(t, s)
+			if after := stateJSON(t, s); before != after {
+				t.Error("a snapshot handed out changed")
+			}
+		}
+	}()
+	for step := range 30 {
+		items := &raw.Spaces[0].Tabs[0].Conversations[0].Items
+		*items = append(*items, wire.Item{ID: fmt.Sprint("n", step), Kind: wire.KindText, Text: "line"})
+		srv.SetSnapshot(raw)
+		side := make(chan Read, 1)
+		etag := rd.ETag
+		go func() { r, _ := c.SnapshotWait(ctx, etag, 0); side <- r }()
+		rd, err = c.SnapshotWait(ctx, etag, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := <-side
+		for _, r := range []Read{rd, other} {
+			if r.Snapshot != nil {
+				if n := len(r.Snapshot.Spaces[0].Tabs[0].Conversations[0].Items); n != 301+step {
+					t.Fatalf("step %d: %d items; want %d", step, n, 301+step)
+				}
+				handed <- r.Snapshot
+			}
+		}
+	}
+	close(handed)
+	<-encoded
+}

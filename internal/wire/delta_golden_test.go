@@ -59,3 +59,30 @@ func TestDelta_X2_Golden(t *testing.T) {
 		})
 	}
 }
+
+// TestDelta_ManPageExample: the delta collie-durable(7) shows decodes by
+// the closed schema and applies to a snapshot that has what it names.
+func TestDelta_ManPageExample(t *testing.T) {
+	page, err := os.ReadFile("../../man/collie-durable.7.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := bytes.Cut(page, []byte("SNAPSHOT DELTAS\n---"))
+	if !ok {
+		t.Fatal("collie-durable(7) has no SNAPSHOT DELTAS section")
+	}
+	start := bytes.Index(sec, []byte("    {\n"))
+	end := bytes.Index(sec[start:], []byte("\n    }\n"))
+	if start < 0 || end < 0 {
+		t.Fatal("no example delta in SNAPSHOT DELTAS")
+	}
+	d, err := ParseDelta(sec[start : start+end+6])
+	if err != nil {
+		t.Fatalf("the page's example: %v", err)
+	}
+	base := &Snapshot{Spaces: []Space{{ID: "main", Tabs: []Tab{{ID: "main", Conversations: []Conversation{{ID: "c1",
+		Items: []Item{{ID: "i7", Kind: KindText}, {ID: "i9", Kind: KindToolCall, Tool: &ToolCall{Name: "make"}}}, Questions: []Question{{ID: "q1", Kind: AskLine, Title: "?"}}}}}}}}}
+	if _, _, err := wholeState(t, base).Apply(d); err != nil {
+		t.Fatalf("the page's example does not apply: %v", err)
+	}
+}
