@@ -148,7 +148,7 @@ func (g *gen) mutate(s *Snapshot) {
 	for range 1 + g.r.IntN(3) {
 		tb := &s.Spaces[0].Tabs[g.r.IntN(len(s.Spaces[0].Tabs))]
 		c := &tb.Conversations[g.r.IntN(len(tb.Conversations))]
-		switch g.r.IntN(12) {
+		switch g.r.IntN(13) {
 		case 0, 1, 2:
 			c.Items = append(c.Items, g.item())
 		case 3:
@@ -182,6 +182,20 @@ func (g *gen) mutate(s *Snapshot) {
 		case 10:
 			s.Belt = append(s.Belt, Button{ID: g.id("b"), Label: g.text()})
 			s.Starters = []Starter{{ID: "st", Label: g.text()}}
+		case 12:
+			// Many changes at once: appends, items made unusable, and
+			// removals, past the few a list looks up by scanning.
+			for range 6 {
+				c.Items = append(c.Items, g.item())
+			}
+			for i := range c.Items {
+				if g.r.IntN(4) == 0 {
+					c.Items[i].Kind = "image"
+				}
+			}
+			if n := len(c.Items); n > 3 {
+				c.Items = slices.Delete(c.Items, 1, 3)
+			}
 		case 11:
 			if n := len(c.Items); n > 1 {
 				c.Items[0], c.Items[n-1] = c.Items[n-1], c.Items[0] // a move: removed and put at the end
@@ -268,6 +282,7 @@ func TestDelta_X4_Refused(t *testing.T) {
 			`{"conversations":[{"id":"c","title":"x"}]}`, "repeated id"},
 		{"conversation in two tabs", &Snapshot{Spaces: []Space{{ID: "s", Tabs: []Tab{{ID: "t", Conversations: []Conversation{{ID: "c"}}}, {ID: "u", Conversations: []Conversation{{ID: "c"}}}}}}},
 			`{"conversations":[{"id":"c","title":"x"}]}`, "two tabs"},
+		{"conversation twice", base, `{"conversations":[{"id":"c","title":"a"},{"id":"c","title":"b"}]}`, "twice"},
 		{"item id given twice", &Snapshot{Spaces: []Space{{ID: "s", Tabs: []Tab{{ID: "t", Conversations: []Conversation{{ID: "c", Items: []Item{{ID: "i", Kind: KindText}, {ID: "i", Kind: KindText}}}}}}}}},
 			`{"conversations":[{"id":"c","removeItems":["i"]}]}`, "id twice"},
 	}
@@ -332,5 +347,29 @@ func TestDelta_AppendsShareTheBase(t *testing.T) {
 	}
 	if !a2.Lineage.Unchanged(a.Lineage, "other") || a2.Lineage.Unchanged(a.Lineage, "c") || b.Lineage.Unchanged(st.Lineage, "other") {
 		t.Error("the lineage does not tell what changed along a line, or relates a branch to its base")
+	}
+}
+
+// BenchmarkHostileDelta applies deltas of n removals and n changes to a
+// conversation of n items: the cost grows with n, not n squared (compare
+// the sizes' ns/op).
+func BenchmarkHostileDelta(b *testing.B) {
+	for _, n := range []int{5_000, 20_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			c := Conversation{ID: "c"}
+			d := Delta{Conversations: []ConversationDelta{{ID: "c"}}}
+			for i := range n {
+				c.Items = append(c.Items, Item{ID: fmt.Sprint("i", i), Kind: KindText, Text: "x"})
+				d.Conversations[0].RemoveItems = append(d.Conversations[0].RemoveItems, fmt.Sprint("i", i*2))
+				d.Conversations[0].Items = append(d.Conversations[0].Items, Item{ID: fmt.Sprint("i", i*2+1), Kind: KindText, Text: "y"})
+			}
+			st := wholeState(b, &Snapshot{Spaces: []Space{{ID: "s", Tabs: []Tab{{ID: "t", Conversations: []Conversation{c}}}}}})
+			b.ResetTimer()
+			for b.Loop() {
+				if _, _, err := st.Apply(&d); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

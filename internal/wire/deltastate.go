@@ -3,6 +3,7 @@ package wire
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 )
 
@@ -97,7 +98,9 @@ func NewState(s *Snapshot, rep Report) *State {
 	}
 	for _, d := range rep.Dropped {
 		if d.Conversation == "" {
-			if d.Repeated {
+			// A belt or its starters come whole in a delta: only a space,
+			// tab or conversation given twice makes a delta's ids unsure.
+			if d.Repeated && !strings.HasPrefix(d.What, "belt") && !strings.HasPrefix(d.What, "starter") {
 				st.noDelta = "cleaning dropped " + d.What + " for a repeated id"
 			}
 			continue
@@ -170,13 +173,26 @@ func (st *State) Apply(d *Delta) (*State, Report, error) {
 	changed := map[string]struct{}{}
 	head := false
 	// A delta that names a space, tab or conversation by an id that is not
-	// valid changes nothing: a whole read drops such an object.
+	// valid changes nothing: a whole read drops such an object. Lookups go
+	// through maps made once, so no delta costs more than a pass over the
+	// state's outline and its own length.
+	var spaces map[string]int
+	var tabs map[[2]string]convPos
+	if len(d.Spaces)+len(d.Tabs) > 0 {
+		spaces, tabs = map[string]int{}, map[[2]string]convPos{}
+		for i, sp := range a.snap.Spaces {
+			spaces[sp.ID] = i
+			for j, tb := range sp.Tabs {
+				tabs[[2]string{sp.ID, tb.ID}] = convPos{space: i, tab: j}
+			}
+		}
+	}
 	for _, t := range d.Spaces {
 		if !validID(t.ID) {
 			continue
 		}
-		i := slices.IndexFunc(a.snap.Spaces, func(sp Space) bool { return sp.ID == t.ID })
-		if i < 0 {
+		i, ok := spaces[t.ID]
+		if !ok {
 			return nil, rep, deltaErr("the snapshot has no space %q", clip(t.ID))
 		}
 		sp := a.space(i)
@@ -188,15 +204,11 @@ func (st *State) Apply(d *Delta) (*State, Report, error) {
 		if !validID(t.Space) || !validID(t.ID) {
 			continue
 		}
-		i := slices.IndexFunc(a.snap.Spaces, func(sp Space) bool { return sp.ID == t.Space })
-		if i < 0 {
-			return nil, rep, deltaErr("the snapshot has no space %q", clip(t.Space))
+		p, ok := tabs[[2]string{t.Space, t.ID}]
+		if !ok {
+			return nil, rep, deltaErr("the snapshot has no tab %q in space %q", clip(t.ID), clip(t.Space))
 		}
-		j := slices.IndexFunc(a.snap.Spaces[i].Tabs, func(tb Tab) bool { return tb.ID == t.ID })
-		if j < 0 {
-			return nil, rep, deltaErr("space %q has no tab %q", clip(t.Space), clip(t.ID))
-		}
-		tb := a.tab(i, j)
+		tb := a.tab(p.space, p.tab)
 		title := titleOr(t.Title, t.ID)
 		size += jsonLen(title) - jsonLen(tb.Title)
 		tb.Title, head = title, true
@@ -209,6 +221,9 @@ func (st *State) Apply(d *Delta) (*State, Report, error) {
 		pos, ok := st.convs[cd.ID]
 		if !ok {
 			return nil, rep, deltaErr("the snapshot has no conversation %q", clip(cd.ID))
+		}
+		if _, twice := changed[cd.ID]; twice {
+			return nil, rep, deltaErr("it names conversation %q twice", clip(cd.ID))
 		}
 		grow, err := a.conversation(ns, pos, cd)
 		if err != nil {
