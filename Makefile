@@ -107,7 +107,7 @@ fuzz:
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./internal/sanitize ./internal/wire ./internal/sockpath ./internal/upstream ./internal/callercheck ./internal/audit
-	$(GO) test -run='^$$' -bench='^(BenchmarkQuestionLatency|BenchmarkLoadThousand)$$' -benchtime=1x -timeout=30m ./internal/bridge
+	$(GO) test -run='^$$' -bench='^(BenchmarkQuestionLatency|BenchmarkLoadThousand|BenchmarkStreamingAgent)$$' -benchtime=1x -timeout=30m ./internal/bridge
 
 # The issue 11 figures alone, each a ratio measured side by side in one run
 # (the machine may be shared; each side's fastest run counts): a 4 MiB
