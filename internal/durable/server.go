@@ -111,14 +111,23 @@ func (s *Server) SetSnapshot(snap *wire.Snapshot) error {
 	if err != nil {
 		return err
 	}
+	// The copy a delta may start from is made outside the lock: reads go
+	// on meanwhile.
+	s.mu.RLock()
+	news := s.snaps[0].etag != e[0].etag || s.snaps[1].etag != e[1].etag || s.snaps[2].etag != e[2].etag || s.snaps[3].etag != e[3].etag
+	s.mu.RUnlock()
+	var kept *wire.Snapshot
+	if news {
+		kept = copySnapshot(snap)
+	}
 	s.mu.Lock()
 	changed := false
 	for i := range e {
 		changed = changed || s.snaps[i].etag != e[i].etag
 	}
 	s.snaps = e
-	if changed {
-		s.remember(copySnapshot(snap), e)
+	if changed && kept != nil {
+		s.remember(kept, e)
 	}
 	s.mu.Unlock()
 	if changed {
