@@ -345,6 +345,24 @@ func TestDelta_AppendsShareTheBase(t *testing.T) {
 			t.Errorf("items %s; want %s", got, c.want)
 		}
 	}
+	// A line's tip grows its list in place, amortised (a branch's line
+	// too, once it copied the list): 64 appends make a handful of arrays,
+	// not 64, and never write into the base's.
+	data := func(st *State) *Item { return &st.Snap.Spaces[0].Tabs[0].Conversations[0].Items[0] }
+	for _, from := range []*State{a2, b} {
+		arrays := map[*Item]bool{}
+		cur := from
+		for i := range 64 {
+			cur = add(cur, fmt.Sprint("g", i))
+			arrays[data(cur)] = true
+		}
+		if len(arrays) > 8 || arrays[data(st)] {
+			t.Errorf("64 appends made %d arrays (or wrote into the whole read's)", len(arrays))
+		}
+	}
+	if ids(b) != "i0,i2" || ids(a2) != "i0,i1,i3" {
+		t.Errorf("appends after them changed states handed out: %s, %s", ids(b), ids(a2))
+	}
 	if !a2.Lineage.Unchanged(a.Lineage, "other") || a2.Lineage.Unchanged(a.Lineage, "c") || b.Lineage.Unchanged(st.Lineage, "other") {
 		t.Error("the lineage does not tell what changed along a line, or relates a branch to its base")
 	}

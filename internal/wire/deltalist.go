@@ -102,7 +102,9 @@ func (l *list[T]) apply(remove []string, put []T) (int, error) {
 		default:
 			grow += jsonLen(&e) + 1
 			if !l.owned && !l.inPlace {
-				l.elems = slices.Clip(l.elems) // append copies: never into the base's spare room
+				// Append copies, never into the base's spare room, and
+				// the copy is this delta's own.
+				l.elems, l.owned = slices.Clip(l.elems), true
 			}
 			l.elems = append(l.elems, e)
 			if l.at != nil {

@@ -57,6 +57,11 @@ type Lineage struct {
 // older state starts a line of its own.
 type line struct {
 	tip atomic.Uint64
+	// owns lists the conversations whose items (bit 1) and questions
+	// (bit 2) a borrowed line allocated itself, which it may grow in
+	// place. Only the Apply that extends the tip (or made the line)
+	// touches it.
+	owns map[string]uint8
 	// borrowed: the line began at an older state of another line, whose
 	// lists it shares; it never grows them in place.
 	borrowed bool
@@ -164,11 +169,11 @@ func (st *State) Apply(d *Delta) (*State, Report, error) {
 	}
 	size := st.Size()
 	tip := st.Lineage.line.tip.CompareAndSwap(st.Lineage.gen, st.Lineage.gen+1)
-	a := applier{snap: *st.Snap, inPlace: tip && !st.Lineage.line.borrowed, rep: &rep}
 	lin := &Lineage{line: st.Lineage.line, gen: st.Lineage.gen + 1, conv: st.Lineage.conv, head: st.Lineage.head}
 	if !tip {
 		lin = &Lineage{line: &line{borrowed: true}}
 	}
+	a := applier{snap: *st.Snap, tip: tip, line: lin.line, rep: &rep}
 	ns := &State{Lineage: lin, convs: st.convs, dropped: st.dropped}
 	changed := map[string]struct{}{}
 	head := false
@@ -267,13 +272,33 @@ func (st *State) Apply(d *Delta) (*State, Report, error) {
 // applier builds a new snapshot from base, copying each list on the way
 // down to a part it changes, once.
 type applier struct {
-	snap    Snapshot
-	inPlace bool // base is its line's tip: its lists may grow in place
-	rep     *Report
+	snap Snapshot
+	tip  bool  // the base is its line's tip: its own lists may grow in place
+	line *line // the new state's line
+	rep  *Report
 
 	spaces bool            // snap.Spaces is a copy
 	tabs   map[int]bool    // snap.Spaces[i].Tabs is a copy
 	convs  map[[2]int]bool // snap.Spaces[i].Tabs[j].Conversations is a copy
+}
+
+// grows reports whether a list (bit 1 items, bit 2 questions) of
+// conversation id may grow in place: the base is its line's tip, and the
+// line made the list or began with a whole read.
+func (a *applier) grows(id string, list uint8) bool {
+	return a.tip && (!a.line.borrowed || a.line.owns[id]&list != 0)
+}
+
+// own records that the new state's line allocated a list of conversation
+// id itself, when owned says so and the line is borrowed.
+func (a *applier) own(id string, list uint8, owned bool) {
+	if !owned || !a.line.borrowed {
+		return
+	}
+	if a.line.owns == nil {
+		a.line.owns = map[string]uint8{}
+	}
+	a.line.owns[id] |= list
 }
 
 func (a *applier) space(i int) *Space {
@@ -335,14 +360,14 @@ func (a *applier) conversation(ns *State, p convPos, cd *ConversationDelta) (int
 	if drops != nil {
 		itemDrops, questionDrops = drops.items, drops.questions
 	}
-	items := list[Item]{elems: c.Items, inPlace: a.inPlace, frame: itemsFrame, drops: itemDrops,
+	items := list[Item]{elems: c.Items, inPlace: a.grows(cd.ID, 1), frame: itemsFrame, drops: itemDrops,
 		id: func(it *Item) string { return it.ID }, clean: cleanItem, kind: "item", conv: cd.ID, rep: a.rep}
 	g, err := items.apply(cd.RemoveItems, cd.Items)
 	if err != nil {
 		return 0, err
 	}
 	grow += g
-	questions := list[Question]{elems: c.Questions, inPlace: a.inPlace, frame: questionsFrame, drops: questionDrops,
+	questions := list[Question]{elems: c.Questions, inPlace: a.grows(cd.ID, 2), frame: questionsFrame, drops: questionDrops,
 		id: func(q *Question) string { return q.ID }, clean: cleanQuestion, kind: "question", conv: cd.ID, rep: a.rep}
 	g, err = questions.apply(cd.RemoveQuestions, cd.Questions)
 	if err != nil {
@@ -350,6 +375,8 @@ func (a *applier) conversation(ns *State, p convPos, cd *ConversationDelta) (int
 	}
 	grow += g
 	c.Items, c.Questions = items.elems, questions.elems
+	a.own(cd.ID, 1, items.owned)
+	a.own(cd.ID, 2, questions.owned)
 	if items.dropsChanged || questions.dropsChanged {
 		nd := &convDrops{items: items.drops, questions: questions.drops}
 		m := make(map[string]*convDrops, len(ns.dropped)+1)
