@@ -107,7 +107,7 @@ fuzz:
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./internal/protocol/sanitize ./internal/protocol/wire ./internal/linux/sockpath ./internal/bridge/upstream ./internal/agent/callercheck ./internal/bridge/audit
-	$(GO) test -run='^$$' -bench='^(BenchmarkQuestionLatency|BenchmarkLoadThousand)$$' -benchtime=1x -timeout=30m ./internal/bridge
+	$(GO) test -run='^$$' -bench='^(BenchmarkQuestionLatency|BenchmarkLoadThousand|BenchmarkStreamingAgent)$$' -benchtime=1x -timeout=30m ./internal/bridge
 
 # The speed figures alone, each a ratio measured side by side in one run
 # (the machine may be shared; each side's fastest run counts): a 4 MiB
@@ -115,7 +115,7 @@ bench:
 # budget 1.5) and Block on 64 KiB of mixed text against the cleaner before it was made fast
 # (new_MB/s, legacy_MB/s, x_legacy). `make bench` prints them too.
 bench-ratios:
-	$(GO) test -run='^$$' -bench='^(BenchmarkSnapshotVsUnmarshal|BenchmarkMixedVsLegacy|BenchmarkKeptAliveVsBare|BenchmarkGuardVsPoll)$$' -benchtime=3s ./internal/protocol/wire ./internal/protocol/sanitize ./internal/bridge/upstream ./internal/bridge/push/guard
+	$(GO) test -run='^$$' -bench='^(BenchmarkSnapshotVsUnmarshal|BenchmarkMixedVsLegacy|BenchmarkKeptAliveVsBare|BenchmarkGuardVsPoll|BenchmarkDeltaVsWhole)$$' -benchtime=3s ./internal/protocol/wire ./internal/protocol/sanitize ./internal/bridge/upstream ./internal/bridge/push/guard
 
 # Man pages: Markdown sources in man/, roff generated and checked in.
 MD2MAN := $(GO) run github.com/cpuguy83/go-md2man/v2@v2.0.7

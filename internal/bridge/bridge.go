@@ -139,6 +139,7 @@ type agent struct {
 	// Guarded by Bridge.mu.
 	status view.AgentStatus
 	snap   *wire.Snapshot
+	line   *wire.Lineage // how snap relates to the earlier ones (snapshot deltas)
 	etag   string
 	polled chan struct{}       // closed and replaced after each poll; nil: never polled
 	asked  map[string]struct{} // the guard's keys of the last snapshot's questions (push.go)
@@ -381,14 +382,14 @@ func (b *Bridge) apply(a *agent, began time.Time, hello *wire.Hello, rd upstream
 	if err != nil {
 		a.status.Reachable, a.status.Reason, a.status.ReasonCode = false, reason(err), reasonCode(err)
 		a.status.Agent = "" // ask hello again when it comes back
-		a.snap, a.etag = nil, ""
+		a.snap, a.line, a.etag = nil, nil, ""
 	} else {
 		a.status.Reachable, a.status.Reason, a.status.ReasonCode = true, "", ""
 		if hello != nil {
 			a.status.Agent = hello.Agent
 		}
 		if !rd.NotModified {
-			a.snap, a.etag = rd.Snapshot, rd.ETag
+			a.snap, a.line, a.etag = rd.Snapshot, rd.Lineage, rd.ETag
 			if b.o.Push != nil {
 				asked = b.newQuestions(a)
 			}
@@ -597,7 +598,7 @@ func (b *Bridge) View() []view.Agent {
 	defer b.mu.Unlock()
 	out := make([]view.Agent, 0, len(b.agents))
 	for _, a := range b.agents {
-		out = append(out, view.Agent{AgentStatus: a.status, Snapshot: a.snap})
+		out = append(out, view.Agent{AgentStatus: a.status, Snapshot: a.snap, Lineage: a.line})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out

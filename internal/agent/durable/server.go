@@ -51,6 +51,9 @@ type Server struct {
 	// transport (K3), and each without the questions' details for a
 	// bridge that does not take them.
 	snaps encodings
+	// hist is the last snapshots shown, oldest first, that a delta may
+	// start from (delta.go).
+	hist []version
 
 	// source, when set, builds the snapshot; dirty says it changed since
 	// it was last encoded. Encoding waits for the next read.
@@ -108,12 +111,24 @@ func (s *Server) SetSnapshot(snap *wire.Snapshot) error {
 	if err != nil {
 		return err
 	}
+	// The copy a delta may start from is made outside the lock: reads go
+	// on meanwhile.
+	s.mu.RLock()
+	news := s.snaps[0].etag != e[0].etag || s.snaps[1].etag != e[1].etag || s.snaps[2].etag != e[2].etag || s.snaps[3].etag != e[3].etag
+	s.mu.RUnlock()
+	var kept *wire.Snapshot
+	if news {
+		kept = copySnapshot(snap)
+	}
 	s.mu.Lock()
 	changed := false
 	for i := range e {
 		changed = changed || s.snaps[i].etag != e[i].etag
 	}
 	s.snaps = e
+	if changed && kept != nil {
+		s.remember(kept, e)
+	}
 	s.mu.Unlock()
 	if changed {
 		s.notify()
@@ -253,14 +268,7 @@ func (s *Server) current(t Transport, details bool) encoded {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	i := 0
-	if t.Remote {
-		i |= 1
-	}
-	if !details {
-		i |= 2
-	}
-	return s.snaps[i]
+	return s.snaps[encodingIndex(t, details)]
 }
 
 // CallerChecker is the caller check: callercheck.Checker, or a stand-in
@@ -445,7 +453,7 @@ func (s *Server) serveSnapshot(w http.ResponseWriter, r *http.Request, t Transpo
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	writeJSON(w, http.StatusOK, e.body)
+	s.writeSnapshot(w, r, t, e)
 }
 
 func writeJSON(w http.ResponseWriter, status int, b []byte) {

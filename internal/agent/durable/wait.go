@@ -47,7 +47,7 @@ func (s *Server) serveWaiting(w http.ResponseWriter, r *http.Request, t Transpor
 		h.Set("ETag", e.etag)
 		if inm == "" || !etagMatch(inm, e.etag) {
 			h.Set(wire.WaitedHeader, strconv.Itoa(secs))
-			writeJSON(w, http.StatusOK, e.body)
+			s.writeSnapshot(w, r, t, e)
 			return
 		}
 		if end == nil {

@@ -34,6 +34,7 @@ type outlook struct {
 // agentParts are one agent's parts in an outlook. Never changed once made.
 type agentParts struct {
 	snap   *wire.Snapshot   // what it was made from: the same pointer is the same content
+	line   *wire.Lineage    // snap's lineage: what a delta did not touch is not hashed again
 	status view.AgentStatus // Checked left out
 	rev    int64            // when anything of the agent last changed
 	head   [sha256.Size]byte
@@ -47,6 +48,9 @@ type agentParts struct {
 type convPart struct {
 	sum [sha256.Size]byte
 	rev int64
+	// hashed says sum is the content's; a conversation a delta changed
+	// gets a new revision without being hashed (see parts).
+	hashed bool
 }
 
 // tracker computes outlooks from the bridge's view. The bridge never
@@ -109,21 +113,38 @@ func (t *tracker) current() *outlook {
 // revision rev; the others keep theirs, so the result's rev is old's
 // when nothing differs.
 func parts(a view.Agent, old *agentParts, rev int64) *agentParts {
-	p := &agentParts{snap: a.Snapshot, status: a.AgentStatus, convs: map[string]convPart{}}
+	p := &agentParts{snap: a.Snapshot, line: a.Lineage, status: a.AgentStatus, convs: map[string]convPart{}}
 	p.head = headSum(a)
 	sums := map[string]hash.Hash{}
+	// Along snapshot deltas (a.Lineage), a conversation no delta touched
+	// since old's snapshot keeps its part, and one a delta touched gets a
+	// new revision without being hashed: the cost of the change, not of
+	// the conversation. Otherwise each is hashed and compared.
+	byDelta := old != nil && a.Lineage.Since(old.line)
+	reused := map[string]bool{}
 	if a.Snapshot != nil {
 		for _, sp := range a.Snapshot.Spaces {
 			for _, tab := range sp.Tabs {
 				for i := range tab.Conversations {
 					c := &tab.Conversations[i]
+					if reused[c.ID] {
+						continue
+					}
 					h, ok := sums[c.ID]
 					if !ok {
+						if prev, had := old.conv(c.ID); had && byDelta && a.Lineage.Unchanged(old.line, c.ID) {
+							p.convs[c.ID] = prev
+							reused[c.ID] = true
+							p.order = append(p.order, c.ID)
+							continue
+						}
 						h = sha256.New()
 						sums[c.ID] = h
 						p.order = append(p.order, c.ID)
 					}
-					json.NewEncoder(h).Encode(c) // a hash's Write never fails
+					if !byDelta {
+						json.NewEncoder(h).Encode(c) // a hash's Write never fails
+					}
 				}
 			}
 		}
@@ -133,12 +154,16 @@ func parts(a view.Agent, old *agentParts, rev int64) *agentParts {
 		p.headRev = old.headRev
 	}
 	p.rev = p.headRev
+	for _, cp := range p.convs {
+		p.rev = max(p.rev, cp.rev)
+	}
 	for id, h := range sums {
-		var cp convPart
-		h.Sum(cp.sum[:0])
-		cp.rev = rev
-		if prev, ok := old.conv(id); ok && prev.sum == cp.sum {
-			cp.rev = prev.rev
+		cp := convPart{rev: rev, hashed: !byDelta}
+		if cp.hashed {
+			h.Sum(cp.sum[:0])
+			if prev, ok := old.conv(id); ok && prev.hashed && prev.sum == cp.sum {
+				cp.rev = prev.rev
+			}
 		}
 		p.convs[id] = cp
 		p.rev = max(p.rev, cp.rev)

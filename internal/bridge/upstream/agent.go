@@ -45,6 +45,12 @@ type Read struct {
 	Report      wire.Report
 	ETag        string
 	NotModified bool
+	// Lineage relates this state to the reader's earlier ones, so that
+	// what a delta did not touch is known unchanged (wire.Lineage); nil
+	// when NotModified.
+	Lineage *wire.Lineage
+	// Delta says the agent answered with a delta (wire.ExtDelta).
+	Delta bool
 	// Waited says the agent honoured a waiting read (see Waiter): it
 	// marked its answer, and a 304 came no sooner than the wait it named.
 	// False for a read without a wait, and for an agent that does not know
@@ -62,10 +68,11 @@ type reader struct {
 	// (socket), or to the end of its body too when whole is set (HTTPS, K2).
 	timeout time.Duration
 	whole   bool
+	deltas  deltaState // the last snapshot read, for deltas (delta.go)
 }
 
 func (r *reader) hello(ctx context.Context) (*wire.Hello, error) {
-	resp, err := r.get(ctx, wire.HelloPath, "", 0)
+	resp, err := r.get(ctx, wire.HelloPath, "", 0, false)
 	if err != nil {
 		return nil, err
 	}
@@ -78,8 +85,8 @@ func (r *reader) hello(ctx context.Context) (*wire.Hello, error) {
 
 // get sends a read: a GET with no body, the protocol version, the last
 // ETag, the wait in seconds when there is one, and the token when there is
-// one (K7).
-func (r *reader) get(ctx context.Context, path, etag string, wait int) (*http.Response, error) {
+// one (K7). delta announces that the read takes a delta from etag.
+func (r *reader) get(ctx context.Context, path, etag string, wait int, delta bool) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+path, nil)
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
@@ -87,7 +94,11 @@ func (r *reader) get(ctx context.Context, path, etag string, wait int) (*http.Re
 	req.Header.Set(wire.VersionHeader, strconv.Itoa(wire.Version))
 	// The bridge takes a question's push wording (D4) and its detail, the
 	// whole text a yes would run (X3).
-	req.Header.Set(wire.ExtensionsHeader, wire.ExtPush+", "+wire.ExtDetail)
+	ext := wire.ExtPush + ", " + wire.ExtDetail
+	if delta {
+		ext += ", " + wire.ExtDelta
+	}
+	req.Header.Set(wire.ExtensionsHeader, ext)
 	if etag != "" {
 		req.Header.Set("If-None-Match", etag)
 	}

@@ -70,9 +70,11 @@ func waitSeconds(wait time.Duration) int {
 func (r *reader) snapshot(ctx context.Context, etag string, wait time.Duration) (Read, error) {
 	secs := waitSeconds(wait)
 	sent := time.Now()
-	resp, err := r.get(ctx, wire.SnapshotPath, etag, secs)
+	base := r.deltas.take(etag)
+	defer r.deltas.release(base)
+	resp, err := r.get(ctx, wire.SnapshotPath, etag, secs, base != nil)
 	if err != nil {
-		return Read{}, cutOr(ctx, secs, sent, err)
+		return Read{}, r.forgetUnlessCut(cutOr(ctx, secs, sent, err))
 	}
 	defer resp.Body.Close()
 	waited := honoured(resp, secs)
@@ -89,17 +91,24 @@ func (r *reader) snapshot(ctx context.Context, etag string, wait time.Duration) 
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return Read{}, cutOr(ctx, secs, sent, statusError(resp))
 	default:
+		r.deltas.forget()
 		return Read{}, statusError(resp)
+	}
+	if resp.Header.Get(wire.DeltaHeader) != "" {
+		return r.readDelta(ctx, resp, base, etag, waited)
 	}
 	snap, rep, err := wire.DecodeSnapshot(resp.Body, resp.ContentLength)
 	if err != nil {
+		r.deltas.forget()
 		return Read{}, err
 	}
 	tag := resp.Header.Get("ETag")
 	if !validETag(tag) {
 		tag = "" // never echoed: the next read asks for the whole state
 	}
-	return Read{Snapshot: snap, Report: rep, ETag: tag, Waited: waited}, nil
+	st := wire.NewState(snap, rep)
+	r.deltas.keep(tag, st)
+	return Read{Snapshot: snap, Report: rep, ETag: tag, Waited: waited, Lineage: st.Lineage}, nil
 }
 
 // honoured reports whether the agent marked its answer to a read that asked

@@ -41,4 +41,8 @@ type AgentStatus struct {
 type Agent struct {
 	AgentStatus
 	Snapshot *wire.Snapshot `json:"snapshot,omitempty"`
+	// Lineage relates Snapshot to the agent's earlier ones (snapshot
+	// deltas), so the device API need not compare what did not change.
+	// Never sent.
+	Lineage *wire.Lineage `json:"-"`
 }

@@ -17,10 +17,21 @@ type Drop struct {
 	Conversation string // id of the conversation it was in, if any
 	What         string // e.g. `item "i3"`
 	Reason       string
+	// ID is the dropped object's id when the id was valid (its content
+	// was not), and Repeated says the id was given before in its list: a
+	// delta (delta.go) needs both to apply as a whole read would.
+	ID       string
+	Repeated bool
 }
 
 func (r *Report) drop(conv, what, reason string) {
 	r.Dropped = append(r.Dropped, Drop{Conversation: conv, What: what, Reason: reason})
+}
+
+// dropID records an object of a kind ("item", "question") with a valid id
+// dropped for its content.
+func (r *Report) dropID(conv, kind, id, reason string) {
+	r.Dropped = append(r.Dropped, Drop{Conversation: conv, What: fmt.Sprintf("%s %q", kind, id), Reason: reason, ID: id})
 }
 
 // Clean makes a decoded snapshot safe to store and draw (X1–X6): objects
@@ -41,11 +52,18 @@ func Clean(s *Snapshot, rep *Report) {
 		})
 		return true
 	})
-	if len(s.Belt) > MaxBelt {
-		rep.drop("", "belt", fmt.Sprintf("%d buttons; only the first %d are kept", len(s.Belt), MaxBelt))
-		s.Belt = s.Belt[:MaxBelt]
+	s.Belt = cleanBelt(s.Belt, rep)
+	s.Starters = cleanStarters(s.Starters, rep)
+}
+
+// cleanBelt cleans a belt as Clean does: the first MaxBelt buttons, each
+// with a valid, unrepeated id and a label that is not blank.
+func cleanBelt(belt []Button, rep *Report) []Button {
+	if len(belt) > MaxBelt {
+		rep.drop("", "belt", fmt.Sprintf("%d buttons; only the first %d are kept", len(belt), MaxBelt))
+		belt = belt[:MaxBelt]
 	}
-	s.Belt = keep(s.Belt, rep, "", "belt button", func(b *Button) string { return b.ID }, func(b *Button) bool {
+	return keep(belt, rep, "", "belt button", func(b *Button) string { return b.ID }, func(b *Button) bool {
 		b.Label, _ = sanitize.Label(b.Label, sanitize.BeltChars)
 		if blank(b.Label) {
 			rep.drop("", fmt.Sprintf("belt button %q", b.ID), "its label is blank after cleaning")
@@ -53,7 +71,11 @@ func Clean(s *Snapshot, rep *Report) {
 		}
 		return true
 	})
-	s.Starters = keep(s.Starters, rep, "", "starter", func(st *Starter) string { return st.ID }, func(st *Starter) bool {
+}
+
+// cleanStarters cleans starters as Clean does.
+func cleanStarters(starters []Starter, rep *Report) []Starter {
+	return keep(starters, rep, "", "starter", func(st *Starter) string { return st.ID }, func(st *Starter) bool {
 		st.Label, _ = sanitize.Line(st.Label, sanitize.LabelBytes)
 		return !blank(st.Label)
 	})
@@ -63,14 +85,14 @@ func cleanConversation(c *Conversation, rep *Report) {
 	c.Title = titleOr(c.Title, c.ID)
 	c.Items = keep(c.Items, rep, c.ID, "item", func(it *Item) string { return it.ID }, func(it *Item) bool {
 		if reason := cleanItem(it); reason != "" {
-			rep.drop(c.ID, fmt.Sprintf("item %q", it.ID), reason)
+			rep.dropID(c.ID, "item", it.ID, reason)
 			return false
 		}
 		return true
 	})
 	c.Questions = keep(c.Questions, rep, c.ID, "question", func(q *Question) string { return q.ID }, func(q *Question) bool {
 		if reason := cleanQuestion(q); reason != "" {
-			rep.drop(c.ID, fmt.Sprintf("question %q", q.ID), reason)
+			rep.dropID(c.ID, "question", q.ID, reason)
 			return false
 		}
 		return true
@@ -185,7 +207,7 @@ func keep[T any](list []T, rep *Report, conv, what string, id func(*T) string, o
 			}
 		case dup:
 			if rep != nil {
-				rep.drop(conv, fmt.Sprintf("%s %q", what, k), "repeated id")
+				rep.Dropped = append(rep.Dropped, Drop{Conversation: conv, What: fmt.Sprintf("%s %q", what, k), Reason: "repeated id", ID: k, Repeated: true})
 			}
 		case ok(e):
 			seen[k] = struct{}{}
