@@ -244,7 +244,8 @@ type PairReply struct {
 func (a *API) pair(w http.ResponseWriter, r *http.Request, c *call) {
 	var req PairRequest
 	if err := decodeBody(r, &req); err != nil {
-		c.refuse(w, http.StatusBadRequest, wire.CodeBadRequest, err.Error(), nil)
+		status, code := bodyRefusal(err)
+		c.refuse(w, status, code, err.Error(), nil)
 		return
 	}
 	if err := a.o.Pairings.Redeem(req.Secret); err != nil {
@@ -358,7 +359,8 @@ func (a *API) write(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	req := wr.New()
 	if err := decodeRequest(r, req); err != nil {
-		refuse(http.StatusBadRequest, wire.CodeBadRequest, err.Error(), nil)
+		status, code := bodyRefusal(err)
+		refuse(status, code, err.Error(), nil)
 		return
 	}
 	a.forward(w, r.Context(), d, agent, req, nil)
@@ -367,7 +369,8 @@ func (a *API) write(w http.ResponseWriter, r *http.Request, c *call) {
 func (a *API) answer(w http.ResponseWriter, r *http.Request, d Device, agent string, refuse func(int, string, string, wire.Request)) {
 	var req AnswerRequest
 	if err := decodeRequest(r, &req); err != nil {
-		refuse(http.StatusBadRequest, wire.CodeBadRequest, err.Error(), nil)
+		status, code := bodyRefusal(err)
+		refuse(status, code, err.Error(), nil)
 		return
 	}
 	ans := &req.AnswerRequest
@@ -498,18 +501,41 @@ func (a *API) forward(w http.ResponseWriter, ctx context.Context, d Device, agen
 // attached.
 var ErrUnknownAgent = errors.New("no durable agent of that name is attached")
 
+// bodyTooLarge is a body over its route's cap, limit bytes: it is refused
+// with 413 body-too-large (bodyRefusal), any other fault of a body with 400.
+type bodyTooLarge struct{ limit int }
+
+func (e bodyTooLarge) Error() string {
+	return fmt.Sprintf("the request is larger than %d bytes; send less", e.limit)
+}
+
+// bodyRefusal is the status and code that refuse a body for err, an
+// error of decodeRequest or decodeBody.
+func bodyRefusal(err error) (int, string) {
+	if errors.As(err, new(bodyTooLarge)) {
+		return http.StatusRequestEntityTooLarge, wire.CodeBodyTooLarge
+	}
+	return http.StatusBadRequest, wire.CodeBadRequest
+}
+
 func decodeRequest(r *http.Request, req wire.Request) error {
 	err := wire.DecodeRequest(r.Body, r.ContentLength, req)
 	if errors.Is(err, wire.ErrBodyTooLarge) {
-		return fmt.Errorf("the request is larger than %d bytes; send less", wire.WriteCap)
+		return bodyTooLarge{wire.WriteCap}
 	}
 	return err
 }
 
+// bodyCap is the largest body of a route that is not a write (pairing).
+const bodyCap = 16 << 10
+
 func decodeBody(r *http.Request, v any) error {
-	data, err := wire.ReadCapped(r.Body, r.ContentLength, 16<<10)
+	data, err := wire.ReadCapped(r.Body, r.ContentLength, bodyCap)
+	if errors.Is(err, wire.ErrTooLarge) {
+		return bodyTooLarge{bodyCap}
+	}
 	if err != nil {
-		return errors.New("the request is too large")
+		return fmt.Errorf("the request body could not be read (%v); send it again", err)
 	}
 	if err := jsonstrict.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("the request body is not the JSON this route takes (%v); see the device API in collie(1)", err)

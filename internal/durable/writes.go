@@ -81,12 +81,7 @@ func (s *Server) writeHandler(t Transport, wr wire.Write) http.Handler {
 			}
 		}
 		req := wr.New()
-		if err := wire.DecodeRequest(r.Body, r.ContentLength, req); err != nil {
-			if errors.Is(err, wire.ErrBodyTooLarge) {
-				wire.WriteError(w, http.StatusRequestEntityTooLarge, wire.CodeBodyTooLarge, err.Error())
-				return
-			}
-			wire.WriteError(w, http.StatusBadRequest, wire.CodeBadRequest, err.Error())
+		if !decode(w, r, req) {
 			return
 		}
 		if s.app == nil {
@@ -131,14 +126,26 @@ func (s *Server) writeHandler(t Transport, wr wire.Write) http.Handler {
 	})
 }
 
+// decode reads r's body into req (wire.DecodeRequest: capped, closed
+// schema, validated) or answers why not: 413 body-too-large for a body
+// over its cap, 400 bad-request for any other fault. Every route that
+// reads a body decodes it here, so each refuses a body alike.
+func decode(w http.ResponseWriter, r *http.Request, req wire.Request) bool {
+	err := wire.DecodeRequest(r.Body, r.ContentLength, req)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, wire.ErrBodyTooLarge):
+		wire.WriteError(w, http.StatusRequestEntityTooLarge, wire.CodeBodyTooLarge, err.Error())
+	default:
+		wire.WriteError(w, http.StatusBadRequest, wire.CodeBadRequest, err.Error())
+	}
+	return false
+}
+
 func (s *Server) serveAsk(w http.ResponseWriter, r *http.Request) {
 	var req wire.AskRequest
-	if err := wire.DecodeRequest(r.Body, r.ContentLength, &req); err != nil {
-		if errors.Is(err, wire.ErrBodyTooLarge) {
-			wire.WriteError(w, http.StatusRequestEntityTooLarge, wire.CodeBodyTooLarge, err.Error())
-			return
-		}
-		wire.WriteError(w, http.StatusBadRequest, wire.CodeBadRequest, err.Error())
+	if !decode(w, r, &req) {
 		return
 	}
 	if s.app == nil {
@@ -173,8 +180,7 @@ func (s *Server) serveGrants(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
 	var req wire.RevokeRequest
-	if err := wire.DecodeRequest(r.Body, r.ContentLength, &req); err != nil {
-		wire.WriteError(w, http.StatusBadRequest, wire.CodeBadRequest, err.Error())
+	if !decode(w, r, &req) {
 		return
 	}
 	if s.app == nil {
