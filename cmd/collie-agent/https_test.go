@@ -123,7 +123,7 @@ func TestRemoteTransport(t *testing.T) {
 	if _, err := bad.Snapshot(ctx, ""); !errors.As(err, &u) || u.Reason != upstream.ReasonTokenRefused {
 		t.Fatalf("K6 a wrong token: %v", err)
 	}
-	_, err = good.Write(ctx, wire.AskPath, &wire.SendRequest{RequestID: "x", Conversation: "main", Text: "hi"})
+	_, err = good.Write(ctx, wire.AskPath, &wire.SendRequest{Header: wire.Header{RequestID: "x"}, Conversation: "main", Text: "hi"})
 	var ref *upstream.Refused
 	if !errors.As(err, &ref) || ref.Status != 404 {
 		t.Fatalf("K3 the ask route over the token transport: %v, want 404", err)

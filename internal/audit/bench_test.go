@@ -18,7 +18,7 @@ import (
 // without fsync, with fsync one at a time, and with fsync from many
 // goroutines at once, which share fsync rounds. It reports appends/s.
 func BenchmarkRecord(b *testing.B) {
-	ev := SendOf(wire.SendRequest{RequestID: "r-0123456789", Conversation: "c-1", Text: strings.Repeat("word ", 60)}, OK)
+	ev := SendOf(wire.SendRequest{Header: wire.Header{RequestID: "r-0123456789"}, Conversation: "c-1", Text: strings.Repeat("word ", 60)}, OK)
 	for _, bc := range []struct {
 		name     string
 		noSync   bool
@@ -77,7 +77,7 @@ func BenchmarkVerify(b *testing.B) {
 		for i := 0; len(data) < DefaultMaxBytes-1024; i++ {
 			var ev Event = answer(fmt.Sprintf("r-%d", i))
 			if i%2 == 0 {
-				ev = SendOf(wire.SendRequest{RequestID: fmt.Sprintf("r-%d", i), Conversation: "c-1", Text: strings.Repeat("word ", 30)}, OK)
+				ev = SendOf(wire.SendRequest{Header: wire.Header{RequestID: fmt.Sprintf("r-%d", i)}, Conversation: "c-1", Text: strings.Repeat("word ", 30)}, OK)
 			}
 			line := encodeLine(nil, tm.Add(time.Duration(i)*time.Millisecond), who, ev, false, prev)
 			data, prev = append(append(data, line...), '\n'), hashLine(line)
@@ -141,7 +141,7 @@ func BenchmarkParseLineSideBySide(b *testing.B) {
 // line's format: the others leave direction and invisible characters,
 // C1 controls and DEL raw.
 func BenchmarkEncodeSideBySide(b *testing.B) {
-	req := wire.SendRequest{RequestID: "r-0123456789", Conversation: "c-1", Text: strings.Repeat("word ", 60)}
+	req := wire.SendRequest{Header: wire.Header{RequestID: "r-0123456789"}, Conversation: "c-1", Text: strings.Repeat("word ", 60)}
 	ev := SendOf(req, OK)
 	tm := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	type sendLine struct {

@@ -100,6 +100,35 @@ func (e *encoder) bool(k string, v bool) {
 	e.b = strconv.AppendBool(e.b, v)
 }
 
+// event writes ev's fields, as its schema lists them, and a coalesced
+// refusal's count after them.
+func (e *encoder) event(ev Event) {
+	vals := ev.values()
+	for i, f := range schemas[ev.Name()].fields {
+		var v any
+		if i < len(vals) {
+			v = vals[i]
+		}
+		switch v := v.(type) {
+		case string:
+			if f.text {
+				e.text(f.key, v, f.limit)
+			} else {
+				e.id(f.key, v)
+			}
+		case int64:
+			e.int(f.key, v)
+		case bool:
+			e.bool(f.key, v)
+		case []string:
+			e.texts(f.key, v)
+		}
+	}
+	if c, ok := ev.(counted); ok {
+		e.int("count", c.n)
+	}
+}
+
 // encodeLine is the line of ev with its own result, without its newline,
 // chained to prev.
 func encodeLine(buf []byte, t time.Time, who Who, ev Event, mask bool, prev string) []byte {
@@ -119,8 +148,8 @@ func encodeLineAs(buf []byte, t time.Time, who Who, ev Event, r Result, intent s
 	e.id("device", who.Device)
 	e.key("event")
 	e.b = appendString(e.b, ev.Name())
-	ev.encode(&e)
-	if ev.tap() || r.status != StatusOK && r.status != "" {
+	e.event(ev)
+	if tap(ev) || r.status != StatusOK && r.status != "" {
 		e.key("result")
 		e.b = appendString(e.b, r.status)
 		if r.status != StatusOK && r.status != StatusPending {

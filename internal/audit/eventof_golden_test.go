@@ -64,7 +64,7 @@ func TestGoldenEventOf(t *testing.T) {
 			t.Fatalf("the write %s has no request in registryBodies", w.Name)
 		}
 		for _, r := range results {
-			reqs := []wire.Request{nil}
+			reqs := []wire.WriteRequest{nil}
 			for _, b := range bodies {
 				req := w.New()
 				if err := json.Unmarshal([]byte(b), req); err != nil {

@@ -31,18 +31,18 @@ func TestWrite(t *testing.T) {
 	c := NewSocket(path, os.Getuid())
 	ctx := context.Background()
 
-	reply, err := c.Write(ctx, wire.SendPath, &wire.SendRequest{RequestID: "r1", Conversation: "c", Text: "hello"})
+	reply, err := c.Write(ctx, wire.SendPath, &wire.SendRequest{Header: wire.Header{RequestID: "r1"}, Conversation: "c", Text: "hello"})
 	if err != nil || reply.RequestID != "r1" || reply.Conversation != "c" {
 		t.Fatalf("reply = %+v, %v", reply, err)
 	}
-	_, err = c.Write(ctx, wire.SendPath, &wire.SendRequest{RequestID: "r2", Conversation: "c", Text: "refuse me"})
+	_, err = c.Write(ctx, wire.SendPath, &wire.SendRequest{Header: wire.Header{RequestID: "r2"}, Conversation: "c", Text: "refuse me"})
 	var ref *Refused
 	if !errors.As(err, &ref) || ref.Status != 403 || ref.Code != wire.CodeCallerRefused {
 		t.Fatalf("C2 refusal = %v, want *Refused 403 caller-refused", err)
 	}
 	before := hits.Load()
 	for _, text := range []string{"", strings.Repeat("a", 32769)} {
-		if _, err := c.Write(ctx, wire.SendPath, &wire.SendRequest{RequestID: "r3", Conversation: "c", Text: text}); err == nil {
+		if _, err := c.Write(ctx, wire.SendPath, &wire.SendRequest{Header: wire.Header{RequestID: "r3"}, Conversation: "c", Text: text}); err == nil {
 			t.Errorf("X4: a send of %d bytes was accepted", len(text))
 		}
 	}

@@ -75,7 +75,8 @@ func decodeGolden(t *testing.T, name, body string) (any, error) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		req = w.New()
+		wreq := w.New()
+		return wreq, w.Decode(strings.NewReader(body), int64(len(body)), wreq)
 	}
 	return req, DecodeRequest(strings.NewReader(body), int64(len(body)), req)
 }
