@@ -49,4 +49,15 @@ func TestWrite(t *testing.T) {
 	if hits.Load() != before {
 		t.Fatal("X4: text of 0 or 32769 bytes reached the agent; it must be refused before sending")
 	}
+	// Only the registry's writes go out, each to its own route: a request
+	// sent to another write's route, or to a route that is no write, is
+	// refused here and never reaches the agent.
+	for _, path := range []string{wire.AnswerPath, wire.AskPath, "/v1/nope"} {
+		if _, err := c.Write(ctx, path, &wire.SendRequest{Header: wire.Header{RequestID: "r4"}, Conversation: "c", Text: "hi"}); !errors.Is(err, wire.ErrUnknownWrite) {
+			t.Errorf("a send to %s: %v, want ErrUnknownWrite", path, err)
+		}
+	}
+	if hits.Load() != before {
+		t.Fatal("a request sent to a route not its own reached the agent")
+	}
 }
