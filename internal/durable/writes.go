@@ -82,8 +82,8 @@ func (s *Server) dispatch(name string, req wire.WriteRequest, t Transport) (wire
 }
 
 // writeHandler serves one write route: the caller check first (C2: every
-// write takes it, before its body is read), then the capped closed-schema decode and validation, then the
-// request id: a repeat gets the first reply, a reuse for another request
+// write takes it, before its body is read), then the capped closed-schema
+// decode and the registry row's check, then the request id: a repeat gets the first reply, a reuse for another request
 // is refused, and anything new goes to the app. Nothing reaches the app
 // unless the whole request is valid, so a refused request changes nothing.
 func (s *Server) writeHandler(t Transport, wr wire.Write) http.Handler {
