@@ -21,9 +21,9 @@ type PushSubscribe struct {
 	Result  Result
 }
 
-func (PushSubscribe) Name() string     { return EventPushSubscribe }
-func (p PushSubscribe) values() []any  { return []any{p.Service} }
-func (p PushSubscribe) result() Result { return p.Result }
+func (PushSubscribe) Name() string                 { return EventPushSubscribe }
+func (p PushSubscribe) values(dst []value) []value { return append(dst, str(p.Service)) }
+func (p PushSubscribe) result() Result             { return p.Result }
 
 // PushUnsubscribe: a device turned notifications off. The line keeps no
 // field of its own; a result and reason only when it was not OK.
@@ -31,9 +31,9 @@ type PushUnsubscribe struct {
 	Result Result
 }
 
-func (PushUnsubscribe) Name() string     { return EventPushUnsubscribe }
-func (PushUnsubscribe) values() []any    { return nil }
-func (p PushUnsubscribe) result() Result { return p.Result }
+func (PushUnsubscribe) Name() string               { return EventPushUnsubscribe }
+func (PushUnsubscribe) values(dst []value) []value { return dst }
+func (p PushUnsubscribe) result() Result           { return p.Result }
 
 // deviceEvents are the events of a device's own settings, by the name
 // the device API gives the write.

@@ -47,7 +47,8 @@ func hashLine(line []byte) string {
 // encoder writes one line's JSON object, field by field, in a fixed order.
 type encoder struct {
 	b    []byte
-	mask bool // content=none: strings other than ids become Masked (A4)
+	mask bool    // content=none: strings other than ids become Masked (A4)
+	vals []value // the event's values, room reused
 }
 
 func (e *encoder) key(k string) {
@@ -103,25 +104,24 @@ func (e *encoder) bool(k string, v bool) {
 // event writes ev's fields, as its schema lists them, and a coalesced
 // refusal's count after them.
 func (e *encoder) event(ev Event) {
-	vals := ev.values()
+	e.vals = ev.values(e.vals[:0])
 	for i, f := range schemas[ev.Name()].fields {
-		var v any
-		if i < len(vals) {
-			v = vals[i]
+		if i >= len(e.vals) || !e.vals[i].set {
+			continue
 		}
-		switch v := v.(type) {
-		case string:
+		switch v := e.vals[i]; f.kind {
+		case kString:
 			if f.text {
-				e.text(f.key, v, f.limit)
+				e.text(f.key, v.s, f.limit)
 			} else {
-				e.id(f.key, v)
+				e.id(f.key, v.s)
 			}
-		case int64:
-			e.int(f.key, v)
-		case bool:
-			e.bool(f.key, v)
-		case []string:
-			e.texts(f.key, v)
+		case kInt:
+			e.int(f.key, v.n)
+		case kBool:
+			e.bool(f.key, v.b)
+		case kStrings:
+			e.texts(f.key, v.ss)
 		}
 	}
 	if c, ok := ev.(counted); ok {

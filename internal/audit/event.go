@@ -37,11 +37,10 @@ const (
 type Event interface {
 	// Name is the event's name, as in the line's "event" field.
 	Name() string
-	// values are the values of the event's fields, one for each field of
-	// its schema, in order: a string, an int64, a bool or a []string, or
-	// nil for the alternative not taken (turn or question; optionIds or
-	// answer).
-	values() []any
+	// values appends to dst the values of the event's fields, one for
+	// each field of its schema, in order, of the field's kind; none for
+	// the alternative not taken (turn or question; optionIds or answer).
+	values(dst []value) []value
 	// result is the outcome to record.
 	result() Result
 }
@@ -101,12 +100,12 @@ func Turn(id string) Target { return Target{key: "turn", id: id} }
 // Question targets a question, by its id.
 func Question(id string) Target { return Target{key: "question", id: id} }
 
-// values are the target's turn and question, one of them nil.
-func (t Target) values() (turn, question any) {
+// values are the target's turn and question, one of them none.
+func (t Target) values() (turn, question value) {
 	if t.key == "question" {
-		return nil, t.id
+		return value{}, str(t.id)
 	}
-	return t.id, nil
+	return str(t.id), value{}
 }
 
 // Answered is what kind of answer a question got, built by OptionIDs,
@@ -144,13 +143,13 @@ func AnsweredOf(req wire.AnswerRequest) Answered {
 }
 
 // values are the answer's optionIds and answer (its kind), one of them
-// nil.
-func (a Answered) values() (optionIDs, answer any) {
+// none.
+func (a Answered) values() (optionIDs, answer value) {
 	switch a.kind {
 	case "text", "values":
-		return nil, a.kind
+		return value{}, str(a.kind)
 	}
-	return append([]string{}, a.optionIDs...), nil
+	return strs(a.optionIDs), value{}
 }
 
 // Answer: a tap answered a question. The line keeps requestId, question,
@@ -170,9 +169,9 @@ func AnswerOf(req wire.AnswerRequest, r Result) Answer {
 }
 
 func (Answer) Name() string { return EventAnswer }
-func (a Answer) values() []any {
+func (a Answer) values(dst []value) []value {
 	ids, kind := a.Answered.values()
-	return []any{a.RequestID, a.Question, a.Revision, ids, kind}
+	return append(dst, str(a.RequestID), str(a.Question), num(a.Revision), ids, kind)
 }
 func (a Answer) result() Result { return a.Result }
 
@@ -193,9 +192,9 @@ func SendOf(req wire.SendRequest, r Result) Send {
 }
 
 func (Send) Name() string { return EventSend }
-func (s Send) values() []any {
+func (s Send) values(dst []value) []value {
 	turn, q := s.On.values()
-	return []any{s.RequestID, turn, q, s.Steer, preview(s.Text)}
+	return append(dst, str(s.RequestID), turn, q, truth(s.Steer), str(preview(s.Text)))
 }
 func (s Send) result() Result { return s.Result }
 
@@ -218,9 +217,9 @@ func AbortOf(req wire.AbortRequest, r Result) Abort {
 }
 
 func (Abort) Name() string { return EventAbort }
-func (a Abort) values() []any {
+func (a Abort) values(dst []value) []value {
 	turn, q := a.On.values()
-	return []any{a.RequestID, turn, q}
+	return append(dst, str(a.RequestID), turn, q)
 }
 func (a Abort) result() Result { return a.Result }
 
@@ -239,8 +238,10 @@ func ActionOf(req wire.ActionRequest, r Result) Action {
 	return Action{RequestID: req.RequestID, ActionID: req.Action, Turn: req.Conversation, Result: r}
 }
 
-func (Action) Name() string     { return EventAction }
-func (a Action) values() []any  { return []any{a.RequestID, a.ActionID, a.Turn} }
+func (Action) Name() string { return EventAction }
+func (a Action) values(dst []value) []value {
+	return append(dst, str(a.RequestID), str(a.ActionID), str(a.Turn))
+}
 func (a Action) result() Result { return a.Result }
 
 // StarterStart: the user tapped a starter. The line keeps starterId,
@@ -256,8 +257,10 @@ func StarterOf(req wire.StarterRequest, r Result) StarterStart {
 	return StarterStart{StarterID: req.Starter, RequestID: req.RequestID, Result: r}
 }
 
-func (StarterStart) Name() string     { return EventStarterStart }
-func (s StarterStart) values() []any  { return []any{s.StarterID, s.RequestID} }
+func (StarterStart) Name() string { return EventStarterStart }
+func (s StarterStart) values(dst []value) []value {
+	return append(dst, str(s.StarterID), str(s.RequestID))
+}
 func (s StarterStart) result() Result { return s.Result }
 
 // DurableReopen: the user reopened a closed conversation. The line keeps
@@ -273,9 +276,9 @@ func ReopenOf(req wire.ReopenRequest, r Result) DurableReopen {
 	return DurableReopen{Conversation: req.Conversation, Result: r}
 }
 
-func (DurableReopen) Name() string     { return EventDurableReopen }
-func (d DurableReopen) values() []any  { return []any{d.Conversation} }
-func (d DurableReopen) result() Result { return d.Result }
+func (DurableReopen) Name() string                 { return EventDurableReopen }
+func (d DurableReopen) values(dst []value) []value { return append(dst, str(d.Conversation)) }
+func (d DurableReopen) result() Result             { return d.Result }
 
 // SpaceRename: the user renamed a workspace. The line keeps space and
 // name, the new name (A3); a result and reason only when it was not OK.
@@ -285,9 +288,9 @@ type SpaceRename struct {
 	Result  Result
 }
 
-func (SpaceRename) Name() string     { return EventSpaceRename }
-func (s SpaceRename) values() []any  { return []any{s.Space, s.NewName} }
-func (s SpaceRename) result() Result { return s.Result }
+func (SpaceRename) Name() string                 { return EventSpaceRename }
+func (s SpaceRename) values(dst []value) []value { return append(dst, str(s.Space), str(s.NewName)) }
+func (s SpaceRename) result() Result             { return s.Result }
 
 // PaneRename: the user renamed a conversation. The line keeps
 // conversation and name, the new name (A3); a result and reason only when
@@ -298,8 +301,10 @@ type PaneRename struct {
 	Result       Result
 }
 
-func (PaneRename) Name() string     { return EventPaneRename }
-func (p PaneRename) values() []any  { return []any{p.Conversation, p.NewName} }
+func (PaneRename) Name() string { return EventPaneRename }
+func (p PaneRename) values(dst []value) []value {
+	return append(dst, str(p.Conversation), str(p.NewName))
+}
 func (p PaneRename) result() Result { return p.Result }
 
 // TabRename: the user renamed a tab. The line keeps tab and name, the new
@@ -310,9 +315,9 @@ type TabRename struct {
 	Result  Result
 }
 
-func (TabRename) Name() string     { return EventTabRename }
-func (t TabRename) values() []any  { return []any{t.Tab, t.NewName} }
-func (t TabRename) result() Result { return t.Result }
+func (TabRename) Name() string                 { return EventTabRename }
+func (t TabRename) values(dst []value) []value { return append(dst, str(t.Tab), str(t.NewName)) }
+func (t TabRename) result() Result             { return t.Result }
 
 // RenameOf is the event of a forwarded rename request: SpaceRename,
 // TabRename or PaneRename, after the one of Space, Tab and Conversation
@@ -339,9 +344,9 @@ func CloseOf(req wire.CloseRequest, r Result) PaneClose {
 	return PaneClose{Conversation: req.Conversation, Result: r}
 }
 
-func (PaneClose) Name() string     { return EventPaneClose }
-func (p PaneClose) values() []any  { return []any{p.Conversation} }
-func (p PaneClose) result() Result { return p.Result }
+func (PaneClose) Name() string                 { return EventPaneClose }
+func (p PaneClose) values(dst []value) []value { return append(dst, str(p.Conversation)) }
+func (p PaneClose) result() Result             { return p.Result }
 
 // writeEvents make the event of each write of the protocol's registry
 // (wire.Writes), by the write's name, from its request. A write of the

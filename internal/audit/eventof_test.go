@@ -73,7 +73,7 @@ func TestWriteEventsAreTheRegistry(t *testing.T) {
 // TestSchemasAreTheEvents: the schema table has a row for exactly the
 // events Collie records (Events, which collie audit --event offers), and
 // every event's values match its row: one for each field, of the field's
-// kind, nil only for an alternative, so the writer and CheckFields read
+// kind, none only for an alternative, so the writer and CheckFields read
 // one description of each line (A3).
 func TestSchemasAreTheEvents(t *testing.T) {
 	var rows []string
@@ -91,19 +91,19 @@ func TestSchemasAreTheEvents(t *testing.T) {
 		ev := c.ev
 		seen[ev.Name()] = true
 		sc := schemas[ev.Name()]
-		vals := ev.values()
+		vals := ev.values(nil)
 		if len(vals) != len(sc.fields) {
 			t.Errorf("%s: %d values for the %d fields of its schema", c.name, len(vals), len(sc.fields))
 			continue
 		}
 		for i, f := range sc.fields {
-			if vals[i] == nil {
+			if !vals[i].set {
 				if !f.alt {
 					t.Errorf("%s: no value for the field %q", c.name, f.key)
 				}
 				continue
 			}
-			if k := kindOf(vals[i]); k != f.kind {
+			if k := vals[i].kind; k != f.kind {
 				t.Errorf("%s: the field %q is %s, its schema says %s", c.name, f.key, k, f.kind)
 			}
 		}

@@ -51,6 +51,22 @@ func number(key string) field  { return field{key: key, kind: kInt} }
 func boolean(key string) field { return field{key: key, kind: kBool} }
 func list(key string) field    { return field{key: key, kind: kStrings, text: true, limit: idBytes} }
 
+// value is the value of one field, of its kind; the zero value is none,
+// the alternative not taken.
+type value struct {
+	set  bool
+	kind kind
+	s    string
+	n    int64
+	b    bool
+	ss   []string
+}
+
+func str(s string) value     { return value{set: true, kind: kString, s: s} }
+func num(n int64) value      { return value{set: true, kind: kInt, n: n} }
+func truth(b bool) value     { return value{set: true, kind: kBool, b: b} }
+func strs(ss []string) value { return value{set: true, kind: kStrings, ss: ss} }
+
 // or is f as one of its event's alternatives.
 func (f field) or() field { f.alt = true; return f }
 
@@ -95,11 +111,11 @@ func requestID(ev Event) string {
 	if !sc.tap {
 		return ""
 	}
-	vals := ev.values()
+	var buf [8]value
+	vals := ev.values(buf[:0])
 	for i, f := range sc.fields {
 		if f.key == "requestId" && i < len(vals) {
-			s, _ := vals[i].(string)
-			return s
+			return vals[i].s
 		}
 	}
 	return ""
