@@ -240,7 +240,7 @@ func TestAgentCommands(t *testing.T) {
 	n := 0
 	tap := func(action, conv string) (int, string) {
 		n++
-		return a.post(t, wire.ActionPath, wire.ActionRequest{RequestID: fmt.Sprintf("tap-%d", n), Action: action, Conversation: conv})
+		return a.post(t, wire.ActionPath, wire.ActionRequest{Header: wire.Header{RequestID: fmt.Sprintf("tap-%d", n)}, Action: action, Conversation: conv})
 	}
 
 	t.Run("X4_100MB_output_capped_and_memory_flat", func(t *testing.T) {
@@ -286,7 +286,7 @@ func TestAgentCommands(t *testing.T) {
 			t.Fatalf("%d %s", status, body)
 		}
 		startedPID(t, a, "slow")
-		status, body := a.post(t, wire.AbortPath, wire.AbortRequest{RequestID: "abort-slow", Conversation: "main"})
+		status, body := a.post(t, wire.AbortPath, wire.AbortRequest{Header: wire.Header{RequestID: "abort-slow"}, Conversation: "main"})
 		if status != 200 {
 			t.Fatalf("%d %s", status, body)
 		}
@@ -295,7 +295,7 @@ func TestAgentCommands(t *testing.T) {
 		}
 	})
 	t.Run("D2_starter_new_conversation_D8_env_allow_list", func(t *testing.T) {
-		status, body := a.post(t, wire.StarterPath, wire.StarterRequest{RequestID: "st-env", Starter: "env"})
+		status, body := a.post(t, wire.StarterPath, wire.StarterRequest{Header: wire.Header{RequestID: "st-env"}, Starter: "env"})
 		var rep wire.WriteReply
 		if status != 200 || json.Unmarshal([]byte(body), &rep) != nil || rep.Conversation == "" {
 			t.Fatalf("%d %s", status, body)

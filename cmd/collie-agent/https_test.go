@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,9 +124,23 @@ func TestRemoteTransport(t *testing.T) {
 	if _, err := bad.Snapshot(ctx, ""); !errors.As(err, &u) || u.Reason != upstream.ReasonTokenRefused {
 		t.Fatalf("K6 a wrong token: %v", err)
 	}
-	_, err = good.Write(ctx, wire.AskPath, &wire.SendRequest{RequestID: "x", Conversation: "main", Text: "hi"})
-	var ref *upstream.Refused
-	if !errors.As(err, &ref) || ref.Status != 404 {
-		t.Fatalf("K3 the ask route over the token transport: %v, want 404", err)
+	// The client sends only the registry's writes; the ask route is asked
+	// for as a program on the network would, with the right token.
+	for _, path := range []string{wire.AskPath, wire.RevokePath, wire.LocalOpenPath} {
+		req, _ := http.NewRequestWithContext(ctx, "POST", url+path, strings.NewReader(`{"requestId":"x","kind":"line","title":"Q"}`))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set(wire.VersionHeader, "1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), wire.CodeNotFound) {
+			t.Fatalf("K3 the local route %s over the token transport: %d %s, want 404", path, resp.StatusCode, body)
+		}
+	}
+	if _, err := good.Write(ctx, wire.AskPath, &wire.SendRequest{Header: wire.Header{RequestID: "x"}, Conversation: "main", Text: "hi"}); !errors.Is(err, wire.ErrUnknownWrite) {
+		t.Fatalf("the client sent a write to the ask route: %v", err)
 	}
 }

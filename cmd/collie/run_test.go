@@ -234,7 +234,7 @@ func TestRun_C2_ToolsCannotAnswer(t *testing.T) {
 			if qs := s.Spaces[0].Tabs[0].Conversations[0].Questions; len(qs) != 1 || qs[0].ID != q.ID {
 				t.Fatalf("the question is not open after the tool's refused answer: %+v", qs)
 			}
-			code, body := post(t, hc, wire.AnswerPath, wire.AnswerRequest{RequestID: "dev-1", Conversation: "run", Question: q.ID, Revision: q.Revision, OptionIDs: []string{"yes"}})
+			code, body := post(t, hc, wire.AnswerPath, wire.AnswerRequest{Header: wire.Header{RequestID: "dev-1"}, Conversation: "run", Question: q.ID, Revision: q.Revision, OptionIDs: []string{"yes"}})
 			if code != 200 {
 				t.Fatalf("the answer from outside the run: %d %s", code, body)
 			}

@@ -19,7 +19,7 @@ type Auditor struct {
 // Begin implements device.Recorder: the write's line with the result
 // "pending" goes to the log before the write goes to the agent, so a crash
 // in between leaves "outcome unknown" rather than nothing (A1, A5).
-func (a Auditor) Begin(d device.Device, agent, write string, req wire.Request) device.Outcome {
+func (a Auditor) Begin(d device.Device, agent, write string, req wire.WriteRequest) device.Outcome {
 	who := audit.Who{Session: agent, Device: d.ID}
 	ev, err := audit.EventOf(write, req, audit.OK)
 	if err != nil {

@@ -28,24 +28,24 @@ func TestAuditor(t *testing.T) {
 	const secret = "the typed secret words"
 	writes := []struct {
 		name  string
-		req   wire.Request
+		req   wire.WriteRequest
 		event string
 	}{
-		{"answer", &wire.AnswerRequest{RequestID: "r1", Conversation: "c", Question: "q", Revision: 2, Text: secret}, "answer"},
-		{"send", &wire.SendRequest{RequestID: "r2", Conversation: "c", Text: "hello"}, "send"},
-		{"abort", &wire.AbortRequest{RequestID: "r3", Conversation: "c"}, "abort"},
-		{"action", &wire.ActionRequest{RequestID: "r4", Action: "b1"}, "action"},
-		{"starter", &wire.StarterRequest{RequestID: "r5", Starter: "s1"}, "starter.start"},
-		{"reopen", &wire.ReopenRequest{RequestID: "r6", Conversation: "c"}, "durable.reopen"},
-		{"close", &wire.CloseRequest{RequestID: "r7", Conversation: "c"}, "pane.close"},
-		{"rename", &wire.RenameRequest{RequestID: "r8", Space: "s", Title: "New"}, "space.rename"},
+		{"answer", &wire.AnswerRequest{Header: wire.Header{RequestID: "r1"}, Conversation: "c", Question: "q", Revision: 2, Text: secret}, "answer"},
+		{"send", &wire.SendRequest{Header: wire.Header{RequestID: "r2"}, Conversation: "c", Text: "hello"}, "send"},
+		{"abort", &wire.AbortRequest{Header: wire.Header{RequestID: "r3"}, Conversation: "c"}, "abort"},
+		{"action", &wire.ActionRequest{Header: wire.Header{RequestID: "r4"}, Action: "b1"}, "action"},
+		{"starter", &wire.StarterRequest{Header: wire.Header{RequestID: "r5"}, Starter: "s1"}, "starter.start"},
+		{"reopen", &wire.ReopenRequest{Header: wire.Header{RequestID: "r6"}, Conversation: "c"}, "durable.reopen"},
+		{"close", &wire.CloseRequest{Header: wire.Header{RequestID: "r7"}, Conversation: "c"}, "pane.close"},
+		{"rename", &wire.RenameRequest{Header: wire.Header{RequestID: "r8"}, Space: "s", Title: "New"}, "space.rename"},
 		{"answer", nil, "answer"}, // refused before it could be read
 	}
 	for _, w := range writes {
 		a.Begin(d, "demo", w.name, w.req).End("refused", "because")
 	}
 	// A write the bridge began but never ended (it stopped in between).
-	a.Begin(d, "demo", "send", &wire.SendRequest{RequestID: "r9", Conversation: "c", Text: "cut"})
+	a.Begin(d, "demo", "send", &wire.SendRequest{Header: wire.Header{RequestID: "r9"}, Conversation: "c", Text: "cut"})
 	log.Close()
 	data, err := os.ReadFile(filepath.Join(dir, "audit.log"))
 	if err != nil {
@@ -88,7 +88,7 @@ func TestAuditorRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := Auditor{Log: log, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	send := &wire.SendRequest{RequestID: "r1", Conversation: "c", Text: "hello"}
+	send := &wire.SendRequest{Header: wire.Header{RequestID: "r1"}, Conversation: "c", Text: "hello"}
 	refusals := []struct {
 		r    device.Refusal
 		want []string

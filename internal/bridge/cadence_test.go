@@ -34,7 +34,7 @@ func (c *countingClient) Snapshot(context.Context, string) (upstream.Read, error
 	return upstream.Read{NotModified: true}, nil
 }
 
-func (c *countingClient) Write(context.Context, string, wire.Request) (*wire.WriteReply, error) {
+func (c *countingClient) Write(context.Context, string, wire.WriteRequest) (*wire.WriteReply, error) {
 	return &wire.WriteReply{}, nil
 }
 

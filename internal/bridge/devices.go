@@ -61,7 +61,7 @@ func (b *Bridge) startDevices(ctx context.Context) (func(), error) {
 
 // Forward implements device.Backend: it sends a device's write to an
 // agent, then reads that agent at once so the device sees the outcome.
-func (b *Bridge) Forward(ctx context.Context, name, path string, req wire.Request) (*wire.WriteReply, error) {
+func (b *Bridge) Forward(ctx context.Context, name, path string, req wire.WriteRequest) (*wire.WriteReply, error) {
 	b.mu.Lock()
 	a, ok := b.agents[name]
 	b.mu.Unlock()

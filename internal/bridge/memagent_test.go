@@ -170,7 +170,7 @@ func (c *memClient) SnapshotWait(ctx context.Context, etag string, wait time.Dur
 	return upstream.Read{}, fmt.Errorf("the agent answered %d", resp.StatusCode)
 }
 
-func (c *memClient) Write(context.Context, string, wire.Request) (*wire.WriteReply, error) {
+func (c *memClient) Write(context.Context, string, wire.WriteRequest) (*wire.WriteReply, error) {
 	return nil, fmt.Errorf("not in this test")
 }
 

@@ -148,11 +148,11 @@ func TestAskKindsD1(t *testing.T) {
 			func(q wire.Question) wire.AnswerRequest { return ans(q, q.Options[1].ID) }, ExitYes, "production\n"},
 		{"line", []string{"--line", "Branch name?"},
 			func(q wire.Question) wire.AnswerRequest {
-				return wire.AnswerRequest{RequestID: "l", Conversation: "main", Question: q.ID, Revision: q.Revision, Text: "fix/cart"}
+				return wire.AnswerRequest{Header: wire.Header{RequestID: "l"}, Conversation: "main", Question: q.ID, Revision: q.Revision, Text: "fix/cart"}
 			}, ExitYes, "fix/cart\n"},
 		{"form", []string{"--form", "version=Version", "--form", "notes=Release notes", "Release?"},
 			func(q wire.Question) wire.AnswerRequest {
-				return wire.AnswerRequest{RequestID: "f", Conversation: "main", Question: q.ID, Revision: q.Revision, Values: map[string]string{"version": "1.4.0", "notes": "faster"}}
+				return wire.AnswerRequest{Header: wire.Header{RequestID: "f"}, Conversation: "main", Question: q.ID, Revision: q.Revision, Values: map[string]string{"version": "1.4.0", "notes": "faster"}}
 			}, ExitYes, "version=1.4.0\nnotes=faster\n"},
 	}
 	for _, tt := range tests {
@@ -184,7 +184,7 @@ func TestAskKindsD1(t *testing.T) {
 }
 
 func ans(q wire.Question, opt string) wire.AnswerRequest {
-	return wire.AnswerRequest{RequestID: "a-" + q.ID + "-" + opt, Conversation: "main", Question: q.ID, Revision: q.Revision, OptionIDs: []string{opt}}
+	return wire.AnswerRequest{Header: wire.Header{RequestID: "a-" + q.ID + "-" + opt}, Conversation: "main", Question: q.ID, Revision: q.Revision, OptionIDs: []string{opt}}
 }
 
 func TestAskOutcomes(t *testing.T) {
@@ -232,7 +232,7 @@ func TestAskOutcomes(t *testing.T) {
 	t.Run("withdrawn", func(t *testing.T) {
 		ch := runAsk(a, "", "--yes-no", "Abort me?")
 		q := a.open(t)
-		if _, err := a.board.Abort(&wire.AbortRequest{RequestID: "ab", Conversation: "main", Question: q.ID}); err != nil {
+		if _, err := a.board.Abort(&wire.AbortRequest{Header: wire.Header{RequestID: "ab"}, Conversation: "main", Question: q.ID}); err != nil {
 			t.Fatal(err)
 		}
 		if r := wait(t, ch); r.code != ExitWithdrawn || !strings.Contains(r.stderr, "withdrawn") {

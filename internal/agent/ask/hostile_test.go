@@ -103,7 +103,7 @@ func TestHostileInput_X3_CollieAsk(t *testing.T) {
 			if q.Title != "Deploy [8mhidden[0m niam to prod" { // the escapes' bytes go, their printable rest stays
 				t.Errorf("title %q", q.Title)
 			}
-			a.answer(t, wire.AnswerRequest{RequestID: "y", Conversation: "main", Question: q.ID, Revision: q.Revision, OptionIDs: []string{"yes"}})
+			a.answer(t, wire.AnswerRequest{Header: wire.Header{RequestID: "y"}, Conversation: "main", Question: q.ID, Revision: q.Revision, OptionIDs: []string{"yes"}})
 			if res := wait(t, ch); res.code != ExitYes {
 				t.Fatalf("exit %d: %s %s", res.code, res.stdout, res.stderr)
 			}
@@ -127,7 +127,7 @@ func TestHostileInput_X3_Hook(t *testing.T) {
 	if !strings.HasSuffix(q.Detail, "$ "+longCommand()) {
 		t.Errorf("X3: the card's detail is not the whole command (%d bytes, ends %q)", len(q.Detail), q.Detail[max(0, len(q.Detail)-40):])
 	}
-	a.answer(t, wire.AnswerRequest{RequestID: "y", Conversation: "main", Question: q.ID, Revision: q.Revision, OptionIDs: []string{"yes"}})
+	a.answer(t, wire.AnswerRequest{Header: wire.Header{RequestID: "y"}, Conversation: "main", Question: q.ID, Revision: q.Revision, OptionIDs: []string{"yes"}})
 	res := wait(t, ch)
 	if d := decode(t, res.stdout); d.PermissionDecision != "allow" || strings.Contains(res.stdout, "updatedInput") {
 		t.Fatalf("hook output %s", res.stdout)

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -68,11 +70,12 @@ var registryBodies = map[string]string{
 }
 
 // TestDispatchRegistry: the agent serves every write of the protocol's
-// registry at the row's route, runs the caller check on the rows C2 names
-// (refused here: a test server's connection is not the agent's socket),
+// registry at the row's route, runs the caller check on every one (C2:
+// refused here, a test server's connection is not the agent's socket),
 // and hands the request to the App method of the row's write, with its
 // request id; a route outside the registry is 404, and a request of a type
-// the registry does not make reaches no App method (C2).
+// the registry does not make, or under another write's name, reaches no
+// App method (C2).
 func TestDispatchRegistry(t *testing.T) {
 	s, err := NewServer(wire.Hello{Agent: "a"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
@@ -101,8 +104,8 @@ func TestDispatchRegistry(t *testing.T) {
 			t.Errorf("the write %q has no sample body in registryBodies", w.Name)
 			continue
 		}
-		if status, reply := post(checked.URL, w.Path, body); w.CallerCheck != (status == http.StatusForbidden && strings.Contains(reply, wire.CodeCallerRefused)) {
-			t.Errorf("C2 %s: caller check %v, but the checked listener answered %d %s", w.Name, w.CallerCheck, status, reply)
+		if status, reply := post(checked.URL, w.Path, body); status != http.StatusForbidden || !strings.Contains(reply, wire.CodeCallerRefused) {
+			t.Errorf("C2 %s: the checked listener answered %d %s, want the caller check's refusal", w.Name, status, reply)
 		}
 		n := len(app.got)
 		status, reply := post(unchecked.URL, w.Path, body)
@@ -117,7 +120,45 @@ func TestDispatchRegistry(t *testing.T) {
 	}
 	type wrapped struct{ *wire.SendRequest }
 	n := len(app.got)
-	if _, err := s.dispatch(wrapped{&wire.SendRequest{RequestID: "w"}}, Transport{}); !errors.Is(err, wire.ErrUnknownWrite) || len(app.got) != n {
-		t.Fatalf("a request of a type outside the registry: %v, App calls %v", err, app.got[n:])
+	for _, bad := range []struct {
+		name string
+		req  wire.WriteRequest
+	}{
+		{wire.SendWrite, wrapped{&wire.SendRequest{Header: wire.Header{RequestID: "w"}}}},
+		{wire.AnswerWrite, &wire.SendRequest{Header: wire.Header{RequestID: "w"}}},
+		{"nope", &wire.SendRequest{Header: wire.Header{RequestID: "w"}}},
+	} {
+		if _, err := s.dispatch(bad.name, bad.req, Transport{}); !errors.Is(err, wire.ErrUnknownWrite) || len(app.got) != n {
+			t.Fatalf("a %T as the write %q: %v, App calls %v", bad.req, bad.name, err, app.got[n:])
+		}
+	}
+}
+
+// TestHandlersAreTheRegistry: the agent's table of handlers has a row
+// for exactly the writes of the protocol's registry, so a write added to
+// the registry without its handler (or a handler left for a write that is
+// gone) fails here, and each row takes the request its write's row makes.
+func TestHandlersAreTheRegistry(t *testing.T) {
+	var names, rows []string
+	for _, w := range wire.Writes() {
+		names = append(names, w.Name)
+		app := &calls{}
+		req := w.New()
+		req.Head().RequestID = "r"
+		h, ok := handlers[w.Name]
+		if !ok {
+			continue
+		}
+		if _, err := h(app, req, Transport{}); err != nil || !slices.Equal(app.got, []string{w.Name}) {
+			t.Errorf("%s: %v, App calls %v", w.Name, err, app.got)
+		}
+	}
+	for name := range handlers {
+		rows = append(rows, name)
+	}
+	sort.Strings(names)
+	sort.Strings(rows)
+	if !slices.Equal(rows, names) {
+		t.Errorf("the agent handles the writes %v; the registry has %v", rows, names)
 	}
 }

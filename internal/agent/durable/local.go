@@ -1,7 +1,6 @@
 package durable
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/collie-linux/collie/internal/protocol/wire"
@@ -45,12 +44,7 @@ func localRoute[R any, PR interface {
 }](s *Server, do func(LocalApp, PR) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		req := PR(new(R))
-		if err := wire.DecodeRequest(r.Body, r.ContentLength, req); err != nil {
-			if errors.Is(err, wire.ErrBodyTooLarge) {
-				wire.WriteError(w, http.StatusRequestEntityTooLarge, wire.CodeBodyTooLarge, err.Error())
-				return
-			}
-			wire.WriteError(w, http.StatusBadRequest, wire.CodeBadRequest, err.Error())
+		if !decode(w, r, req) {
 			return
 		}
 		app, ok := s.app.(LocalApp)

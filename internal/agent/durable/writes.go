@@ -41,52 +41,61 @@ type SnapshotSource interface {
 	Snapshot() *wire.Snapshot
 }
 
-// dispatch hands a decoded write to the App method for its type: one per
-// write of the protocol's registry (wire.Writes). A request of any other
-// type is an error, never another write.
-func (s *Server) dispatch(req wire.WriteRequest, t Transport) (wire.WriteReply, error) {
-	switch r := req.(type) {
-	case *wire.AnswerRequest:
-		return s.app.Answer(r, t)
-	case *wire.SendRequest:
-		return s.app.Send(r)
-	case *wire.AbortRequest:
-		return s.app.Abort(r)
-	case *wire.ActionRequest:
-		return s.app.Action(r)
-	case *wire.RenameRequest:
-		return s.app.Rename(r)
-	case *wire.CloseRequest:
-		return s.app.Close(r)
-	case *wire.ReopenRequest:
-		return s.app.Reopen(r)
-	case *wire.StarterRequest:
-		return s.app.Starter(r)
-	}
-	return wire.WriteReply{}, fmt.Errorf("%w: this agent has no handler for a %T", wire.ErrUnknownWrite, req)
+// handlers carry out each write of the protocol's registry (wire.Writes)
+// with its App method, by the write's name. A write of the registry
+// without one fails TestHandlersAreTheRegistry.
+var handlers = map[string]writeFunc{
+	wire.AnswerWrite:  handler(func(a App, r *wire.AnswerRequest, t Transport) (wire.WriteReply, error) { return a.Answer(r, t) }),
+	wire.SendWrite:    handler(func(a App, r *wire.SendRequest, _ Transport) (wire.WriteReply, error) { return a.Send(r) }),
+	wire.AbortWrite:   handler(func(a App, r *wire.AbortRequest, _ Transport) (wire.WriteReply, error) { return a.Abort(r) }),
+	wire.ActionWrite:  handler(func(a App, r *wire.ActionRequest, _ Transport) (wire.WriteReply, error) { return a.Action(r) }),
+	wire.RenameWrite:  handler(func(a App, r *wire.RenameRequest, _ Transport) (wire.WriteReply, error) { return a.Rename(r) }),
+	wire.CloseWrite:   handler(func(a App, r *wire.CloseRequest, _ Transport) (wire.WriteReply, error) { return a.Close(r) }),
+	wire.ReopenWrite:  handler(func(a App, r *wire.ReopenRequest, _ Transport) (wire.WriteReply, error) { return a.Reopen(r) }),
+	wire.StarterWrite: handler(func(a App, r *wire.StarterRequest, _ Transport) (wire.WriteReply, error) { return a.Starter(r) }),
 }
 
-// writeHandler serves one write route: caller check first (before the body
-// is read), then the capped closed-schema decode and validation, then the
-// request id: a repeat gets the first reply, a reuse for another request
+// writeFunc carries out a decoded write with an App.
+type writeFunc func(App, wire.WriteRequest, Transport) (wire.WriteReply, error)
+
+// handler is f as a handler of the table: a request of another type than
+// f takes is an error (wire.ErrUnknownWrite), never another write.
+func handler[R wire.WriteRequest](f func(App, R, Transport) (wire.WriteReply, error)) writeFunc {
+	return func(a App, req wire.WriteRequest, t Transport) (wire.WriteReply, error) {
+		r, ok := req.(R)
+		if !ok {
+			return wire.WriteReply{}, fmt.Errorf("%w: this agent has no handler for a %T", wire.ErrUnknownWrite, req)
+		}
+		return f(a, r, t)
+	}
+}
+
+// dispatch hands req, a decoded request of the write called name, to its
+// handler. A name outside the registry, or a request of another type than
+// its write's, is an error, never another write.
+func (s *Server) dispatch(name string, req wire.WriteRequest, t Transport) (wire.WriteReply, error) {
+	h, ok := handlers[name]
+	if !ok {
+		return wire.WriteReply{}, fmt.Errorf("%w: this agent has no handler for the write %q", wire.ErrUnknownWrite, name)
+	}
+	return h(s.app, req, t)
+}
+
+// writeHandler serves one write route: the caller check first (C2: every
+// write takes it, before its body is read), then the capped closed-schema
+// decode and the registry row's check, then the request id: a repeat gets the first reply, a reuse for another request
 // is refused, and anything new goes to the app. Nothing reaches the app
 // unless the whole request is valid, so a refused request changes nothing.
 func (s *Server) writeHandler(t Transport, wr wire.Write) http.Handler {
 	path := wr.Path
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if wr.CallerCheck {
-			if e := s.checkCaller(r, t); e != nil {
-				wire.WriteError(w, e.Status, e.Code, e.Message)
-				return
-			}
+		if e := s.checkCaller(r, t); e != nil {
+			wire.WriteError(w, e.Status, e.Code, e.Message)
+			return
 		}
 		req := wr.New()
-		if err := wire.DecodeRequest(r.Body, r.ContentLength, req); err != nil {
-			if errors.Is(err, wire.ErrBodyTooLarge) {
-				wire.WriteError(w, http.StatusRequestEntityTooLarge, wire.CodeBodyTooLarge, err.Error())
-				return
-			}
-			wire.WriteError(w, http.StatusBadRequest, wire.CodeBadRequest, err.Error())
+		if err := wr.Decode(r.Body, r.ContentLength, req); err != nil {
+			refuseBody(w, err)
 			return
 		}
 		if s.app == nil {
@@ -95,7 +104,7 @@ func (s *Server) writeHandler(t Transport, wr wire.Write) http.Handler {
 		}
 		canon, _ := json.Marshal(req) // a decoded request always encodes
 		sum := sha256.Sum256(append([]byte(path+"\n"), canon...))
-		id := req.ID()
+		id := req.Head().RequestID
 
 		s.writeMu.Lock()
 		defer s.writeMu.Unlock()
@@ -114,7 +123,7 @@ func (s *Server) writeHandler(t Transport, wr wire.Write) http.Handler {
 			writeValue(w, rep)
 			return
 		}
-		rep, err := s.dispatch(req, t)
+		rep, err := s.dispatch(wr.Name, req, t)
 		if err != nil {
 			e := statusOf(err)
 			if e.Status != http.StatusInternalServerError {
@@ -131,14 +140,30 @@ func (s *Server) writeHandler(t Transport, wr wire.Write) http.Handler {
 	})
 }
 
+// decode reads r's body into req (wire.DecodeRequest: capped, closed
+// schema, validated) or answers why not (refuseBody).
+func decode(w http.ResponseWriter, r *http.Request, req wire.Request) bool {
+	if err := wire.DecodeRequest(r.Body, r.ContentLength, req); err != nil {
+		refuseBody(w, err)
+		return false
+	}
+	return true
+}
+
+// refuseBody answers why a body was refused: 413 body-too-large for a body
+// over its cap, 400 bad-request for any other fault. Every route that
+// reads a body is refused here, so each refuses a body alike.
+func refuseBody(w http.ResponseWriter, err error) {
+	if errors.Is(err, wire.ErrBodyTooLarge) {
+		wire.WriteError(w, http.StatusRequestEntityTooLarge, wire.CodeBodyTooLarge, err.Error())
+		return
+	}
+	wire.WriteError(w, http.StatusBadRequest, wire.CodeBadRequest, err.Error())
+}
+
 func (s *Server) serveAsk(w http.ResponseWriter, r *http.Request) {
 	var req wire.AskRequest
-	if err := wire.DecodeRequest(r.Body, r.ContentLength, &req); err != nil {
-		if errors.Is(err, wire.ErrBodyTooLarge) {
-			wire.WriteError(w, http.StatusRequestEntityTooLarge, wire.CodeBodyTooLarge, err.Error())
-			return
-		}
-		wire.WriteError(w, http.StatusBadRequest, wire.CodeBadRequest, err.Error())
+	if !decode(w, r, &req) {
 		return
 	}
 	if s.app == nil {
@@ -173,8 +198,7 @@ func (s *Server) serveGrants(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
 	var req wire.RevokeRequest
-	if err := wire.DecodeRequest(r.Body, r.ContentLength, &req); err != nil {
-		wire.WriteError(w, http.StatusBadRequest, wire.CodeBadRequest, err.Error())
+	if !decode(w, r, &req) {
 		return
 	}
 	if s.app == nil {

@@ -59,14 +59,14 @@ func (r *rig) ask(t *testing.T, req wire.AskRequest) wire.AskReply {
 }
 
 var everyWrite = map[string]any{
-	wire.AnswerPath:  wire.AnswerRequest{RequestID: "r1", Conversation: "main", Question: "q1", Revision: 1, OptionIDs: []string{"yes"}},
-	wire.SendPath:    wire.SendRequest{RequestID: "r2", Conversation: "main", Text: "hi"},
-	wire.AbortPath:   wire.AbortRequest{RequestID: "r3", Conversation: "main"},
-	wire.ActionPath:  wire.ActionRequest{RequestID: "r4", Action: "deploy"},
-	wire.RenamePath:  wire.RenameRequest{RequestID: "r5", Conversation: "main", Title: "x"},
-	wire.ClosePath:   wire.CloseRequest{RequestID: "r6", Conversation: "main"},
-	wire.ReopenPath:  wire.ReopenRequest{RequestID: "r7", Conversation: "main"},
-	wire.StarterPath: wire.StarterRequest{RequestID: "r8", Starter: "tests"},
+	wire.AnswerPath:  wire.AnswerRequest{Header: wire.Header{RequestID: "r1"}, Conversation: "main", Question: "q1", Revision: 1, OptionIDs: []string{"yes"}},
+	wire.SendPath:    wire.SendRequest{Header: wire.Header{RequestID: "r2"}, Conversation: "main", Text: "hi"},
+	wire.AbortPath:   wire.AbortRequest{Header: wire.Header{RequestID: "r3"}, Conversation: "main"},
+	wire.ActionPath:  wire.ActionRequest{Header: wire.Header{RequestID: "r4"}, Action: "deploy"},
+	wire.RenamePath:  wire.RenameRequest{Header: wire.Header{RequestID: "r5"}, Conversation: "main", Title: "x"},
+	wire.ClosePath:   wire.CloseRequest{Header: wire.Header{RequestID: "r6"}, Conversation: "main"},
+	wire.ReopenPath:  wire.ReopenRequest{Header: wire.Header{RequestID: "r7"}, Conversation: "main"},
+	wire.StarterPath: wire.StarterRequest{Header: wire.Header{RequestID: "r8"}, Starter: "tests"},
 }
 
 // TestCallerCheckRefusesEveryWrite: with the real check on (the default
@@ -150,7 +150,7 @@ func TestBadBodies(t *testing.T) {
 		t.Fatalf("refused requests changed the state:\n%s\n%s", b1, b2)
 	}
 	// The agent keeps serving.
-	status, body := r.Post(t, wire.SendPath, wire.SendRequest{RequestID: "ok", Conversation: "main", Text: "still here"})
+	status, body := r.Post(t, wire.SendPath, wire.SendRequest{Header: wire.Header{RequestID: "ok"}, Conversation: "main", Text: "still here"})
 	durabletest.Want(t, status, body, 200, "")
 }
 
@@ -168,7 +168,7 @@ func TestRemoteTransportHasNoLocalRoutes(t *testing.T) {
 	status, body = r.Post(t, wire.AskPath, durabletest.YesNo("x", "t"))
 	durabletest.Want(t, status, body, http.StatusNotFound, wire.CodeNotFound)
 	// K3: no caller check on the token transport.
-	status, body = r.Post(t, wire.SendPath, wire.SendRequest{RequestID: "s", Conversation: "main", Text: "hi"})
+	status, body = r.Post(t, wire.SendPath, wire.SendRequest{Header: wire.Header{RequestID: "s"}, Conversation: "main", Text: "hi"})
 	durabletest.Want(t, status, body, 200, "")
 }
 
@@ -232,7 +232,7 @@ func TestAskOutlastsServerTimeouts(t *testing.T) {
 			t.Fatalf("the ask ended after %v, before its answer: %+v, err %v", res.after, res.rep, res.err)
 		default:
 		}
-		b.Answer(&wire.AnswerRequest{RequestID: "late", Conversation: "main", Question: qs[0].ID, Revision: qs[0].Revision, OptionIDs: []string{"yes"}}, durable.Transport{})
+		b.Answer(&wire.AnswerRequest{Header: wire.Header{RequestID: "late"}, Conversation: "main", Question: qs[0].ID, Revision: qs[0].Revision, OptionIDs: []string{"yes"}}, durable.Transport{})
 		res := <-done
 		if res.err != nil {
 			t.Fatalf("the ask was cut off after %v: %v", res.after, res.err)

@@ -32,7 +32,7 @@ func TestApprove_D1(t *testing.T) {
 			`{"behavior":"deny","message":"Collie denies the tool call: no answer from the user within 1m0s; denied by default`, true},
 		{"withdrawn", func(r *rig) {
 			cv, q := r.only()
-			r.post(wire.AbortPath, wire.AbortRequest{RequestID: "ab", Conversation: cv, Question: q.ID})
+			r.post(wire.AbortPath, wire.AbortRequest{Header: wire.Header{RequestID: "ab"}, Conversation: cv, Question: q.ID})
 		}, `{"behavior":"deny","message":"Collie denies the tool call: the question was withdrawn`, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -40,7 +40,7 @@ func TestEveryToolEveryEnd_D1(t *testing.T) {
 					case "timed_out":
 						time.Sleep(40 * time.Second)
 					case "withdrawn":
-						r.post(wire.AbortPath, wire.AbortRequest{RequestID: "ab", Conversation: cv, Question: q.ID})
+						r.post(wire.AbortPath, wire.AbortRequest{Header: wire.Header{RequestID: "ab"}, Conversation: cv, Question: q.ID})
 						want = "the question was withdrawn"
 					case "cancelled":
 						start := time.Now()

@@ -96,7 +96,7 @@ func TestAgentRestart_D1(t *testing.T) {
 		}
 		// A paired device's tap, on the new agent's socket.
 		device := &rig{t: t, agent: &http.Client{Transport: &http.Transport{DialContext: dial}}}
-		device.post(wire.AnswerPath, wire.AnswerRequest{RequestID: "d1", Conversation: cv, Question: q.ID, Revision: q.Revision, OptionIDs: []string{"yes"}})
+		device.post(wire.AnswerPath, wire.AnswerRequest{Header: wire.Header{RequestID: "d1"}, Conversation: cv, Question: q.ID, Revision: q.Revision, OptionIDs: []string{"yes"}})
 		r := <-res
 		if r == nil || r.IsError {
 			t.Fatalf("the call after the restart: %+v", r)

@@ -154,11 +154,11 @@ func TestNotDecided_D1(t *testing.T) {
 		{"timeout_capped", map[string]any{"question": "Q?", "timeout": 3600}, nil, time.Hour, "within 1h0m0s"},
 		{"withdrawn_on_device", map[string]any{"question": "Q?"}, func(r *rig) {
 			cv, q := r.only()
-			r.post(wire.AbortPath, wire.AbortRequest{RequestID: "ab-1", Conversation: cv, Question: q.ID})
+			r.post(wire.AbortPath, wire.AbortRequest{Header: wire.Header{RequestID: "ab-1"}, Conversation: cv, Question: q.ID})
 		}, 0, "the question was withdrawn (the question was withdrawn from a paired device); treat it as no"},
 		{"conversation_closed_on_device", map[string]any{"question": "Q?"}, func(r *rig) {
 			cv, _ := r.only()
-			r.post(wire.ClosePath, wire.CloseRequest{RequestID: "cl-1", Conversation: cv})
+			r.post(wire.ClosePath, wire.CloseRequest{Header: wire.Header{RequestID: "cl-1"}, Conversation: cv})
 		}, 0, "withdrawn (the conversation was closed)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -189,7 +189,7 @@ func TestNotDecided_D1(t *testing.T) {
 			ch := r.call(t.Context(), "ask_yes_no", map[string]any{"question": "Q?"}, nil)
 			synctest.Wait()
 			cv, _ := r.only()
-			r.post(wire.ClosePath, wire.CloseRequest{RequestID: "cl-1", Conversation: cv})
+			r.post(wire.ClosePath, wire.CloseRequest{Header: wire.Header{RequestID: "cl-1"}, Conversation: cv})
 			r.result(ch)
 			res, _, text := r.result(r.call(t.Context(), "ask_yes_no", map[string]any{"question": "Again?"}, nil))
 			if !res.IsError || !strings.Contains(text, "closed this session's conversation") {
@@ -253,7 +253,7 @@ func TestCancelWithdraws_D1(t *testing.T) {
 		if last := items[len(items)-1].Text; !strings.Contains(last, "Withdrawn (the program that asked stopped waiting)") {
 			t.Fatalf("the conversation says %q", last)
 		}
-		b, _ := json.Marshal(wire.AnswerRequest{RequestID: "late", Conversation: cv, Question: q.ID, Revision: q.Revision, OptionIDs: []string{"yes"}})
+		b, _ := json.Marshal(wire.AnswerRequest{Header: wire.Header{RequestID: "late"}, Conversation: cv, Question: q.ID, Revision: q.Revision, OptionIDs: []string{"yes"}})
 		req, _ := http.NewRequest("POST", "http://agent"+wire.AnswerPath, strings.NewReader(string(b)))
 		resp, err := r.agent.Do(req)
 		if err != nil {

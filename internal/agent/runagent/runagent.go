@@ -128,7 +128,7 @@ func (a *Agent) Snapshot() *wire.Snapshot { return a.board.Snapshot() }
 // CloseConversation closes the run's conversation; its open questions
 // are withdrawn (their askers get "withdrawn").
 func (a *Agent) CloseConversation() {
-	a.board.Close(&wire.CloseRequest{RequestID: "run-exit", Conversation: ConversationID})
+	a.board.Close(&wire.CloseRequest{Header: wire.Header{RequestID: "run-exit"}, Conversation: ConversationID})
 }
 
 // Stop stops serving, removes the socket and leaves the run's cgroup.

@@ -13,7 +13,7 @@ import (
 // between the two leaves a write whose outcome is unknown, which Verify
 // lists apart from tampering (A5).
 func TestBeginEnd(t *testing.T) {
-	send := SendOf(wire.SendRequest{RequestID: "r-1", Conversation: "c-1", Text: "hi"}, Result{})
+	send := SendOf(wire.SendRequest{Header: wire.Header{RequestID: "r-1"}, Conversation: "c-1", Text: "hi"}, Result{})
 	t.Run("A5_begin_then_end", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "state")
 		l, _ := openLog(t, Options{Dir: dir})

@@ -18,7 +18,7 @@ import (
 // without fsync, with fsync one at a time, and with fsync from many
 // goroutines at once, which share fsync rounds. It reports appends/s.
 func BenchmarkRecord(b *testing.B) {
-	ev := SendOf(wire.SendRequest{RequestID: "r-0123456789", Conversation: "c-1", Text: strings.Repeat("word ", 60)}, OK)
+	ev := SendOf(wire.SendRequest{Header: wire.Header{RequestID: "r-0123456789"}, Conversation: "c-1", Text: strings.Repeat("word ", 60)}, OK)
 	for _, bc := range []struct {
 		name     string
 		noSync   bool
@@ -77,7 +77,7 @@ func BenchmarkVerify(b *testing.B) {
 		for i := 0; len(data) < DefaultMaxBytes-1024; i++ {
 			var ev Event = answer(fmt.Sprintf("r-%d", i))
 			if i%2 == 0 {
-				ev = SendOf(wire.SendRequest{RequestID: fmt.Sprintf("r-%d", i), Conversation: "c-1", Text: strings.Repeat("word ", 30)}, OK)
+				ev = SendOf(wire.SendRequest{Header: wire.Header{RequestID: fmt.Sprintf("r-%d", i)}, Conversation: "c-1", Text: strings.Repeat("word ", 30)}, OK)
 			}
 			line := encodeLine(nil, tm.Add(time.Duration(i)*time.Millisecond), who, ev, false, prev)
 			data, prev = append(append(data, line...), '\n'), hashLine(line)
@@ -141,7 +141,7 @@ func BenchmarkParseLineSideBySide(b *testing.B) {
 // line's format: the others leave direction and invisible characters,
 // C1 controls and DEL raw.
 func BenchmarkEncodeSideBySide(b *testing.B) {
-	req := wire.SendRequest{RequestID: "r-0123456789", Conversation: "c-1", Text: strings.Repeat("word ", 60)}
+	req := wire.SendRequest{Header: wire.Header{RequestID: "r-0123456789"}, Conversation: "c-1", Text: strings.Repeat("word ", 60)}
 	ev := SendOf(req, OK)
 	tm := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	type sendLine struct {
@@ -200,4 +200,46 @@ func BenchmarkEncodeSideBySide(b *testing.B) {
 	b.ReportMetric(float64(token.Nanoseconds())/n, "jsontext-ns/line")
 	b.ReportMetric(float64(std)/float64(hand), "encoding/json/hand")
 	b.ReportMetric(float64(token)/float64(hand), "jsontext/hand")
+}
+
+// BenchmarkEventFieldsSideBySide writes the fields of a send and of an
+// answer event from their schema (encoder.event, what the log does) and,
+// as the baseline, by calling the encoder field by field as a hand-written
+// method per event would, alternately in one run, and reports each one's
+// ns for the two and the ratio table/direct: the cost of the one table.
+func BenchmarkEventFieldsSideBySide(b *testing.B) {
+	send := SendOf(wire.SendRequest{Header: wire.Header{RequestID: "r-0123456789"}, Conversation: "c-1", Text: strings.Repeat("word ", 60)}, OK)
+	answer := AnswerOf(wire.AnswerRequest{Header: wire.Header{RequestID: "r-1"}, Question: "q-1", Revision: 3, OptionIDs: []string{wire.Yes}}, OK)
+	evs := []Event{send, answer} // as the log gets them
+	direct := func(e *encoder) {
+		e.id("requestId", send.RequestID)
+		e.id("turn", send.On.id)
+		e.bool("steer", send.Steer)
+		e.text("preview", preview(send.Text), previewBytes)
+		e.id("requestId", answer.RequestID)
+		e.id("question", answer.Question)
+		e.int("revision", answer.Revision)
+		e.texts("optionIds", answer.Answered.optionIDs)
+	}
+	var (
+		t1, t2      encoder
+		table, hand time.Duration
+	)
+	for b.Loop() {
+		s := time.Now()
+		t1.b = append(t1.b[:0], '{')
+		t1.event(evs[0])
+		t1.event(evs[1])
+		m := time.Now()
+		t2.b = append(t2.b[:0], '{')
+		direct(&t2)
+		table, hand = table+m.Sub(s), hand+time.Since(m)
+	}
+	if !bytes.Equal(t1.b, t2.b) {
+		b.Fatalf("the encodings differ:\n%s\n%s", t1.b, t2.b)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(table.Nanoseconds())/n, "table-ns/2events")
+	b.ReportMetric(float64(hand.Nanoseconds())/n, "direct-ns/2events")
+	b.ReportMetric(float64(table)/float64(hand), "table/direct")
 }

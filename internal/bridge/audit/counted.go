@@ -20,8 +20,3 @@ type counted struct {
 	Event
 	n int64
 }
-
-func (c counted) encode(e *encoder) {
-	c.Event.encode(e)
-	e.int("count", c.n)
-}

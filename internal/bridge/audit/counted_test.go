@@ -12,7 +12,7 @@ import (
 // event's fields, and parses and checks as an A3 line; a single refusal,
 // or a write that went through, carries none (A1).
 func TestCounted(t *testing.T) {
-	send := wire.SendRequest{RequestID: "r1", Conversation: "c", Text: "hi"}
+	send := wire.SendRequest{Header: wire.Header{RequestID: "r1"}, Conversation: "c", Text: "hi"}
 	tests := []struct {
 		name  string
 		ev    Event

@@ -21,11 +21,9 @@ type PushSubscribe struct {
 	Result  Result
 }
 
-func (PushSubscribe) Name() string        { return EventPushSubscribe }
-func (p PushSubscribe) encode(e *encoder) { e.id("service", p.Service) }
-func (p PushSubscribe) result() Result    { return p.Result }
-func (PushSubscribe) tap() bool           { return false }
-func (PushSubscribe) requestID() string   { return "" }
+func (PushSubscribe) Name() string                 { return EventPushSubscribe }
+func (p PushSubscribe) values(dst []value) []value { return append(dst, str(p.Service)) }
+func (p PushSubscribe) result() Result             { return p.Result }
 
 // PushUnsubscribe: a device turned notifications off. The line keeps no
 // field of its own; a result and reason only when it was not OK.
@@ -33,11 +31,9 @@ type PushUnsubscribe struct {
 	Result Result
 }
 
-func (PushUnsubscribe) Name() string      { return EventPushUnsubscribe }
-func (PushUnsubscribe) encode(*encoder)   {}
-func (p PushUnsubscribe) result() Result  { return p.Result }
-func (PushUnsubscribe) tap() bool         { return false }
-func (PushUnsubscribe) requestID() string { return "" }
+func (PushUnsubscribe) Name() string               { return EventPushUnsubscribe }
+func (PushUnsubscribe) values(dst []value) []value { return dst }
+func (p PushUnsubscribe) result() Result           { return p.Result }
 
 // deviceEvents are the events of a device's own settings, by the name
 // the device API gives the write.

@@ -15,39 +15,34 @@ type Who struct {
 	Device  string // the paired device's id
 }
 
-// Event names (A3): the value of a line's "event" field, as the protocol's
-// registry of writes names them (wire.Writes).
+// Event names (A3): the value of a line's "event" field. Each is a row of
+// schemas, which says what its line keeps.
 const (
-	EventAnswer        = wire.EventAnswer
-	EventSend          = wire.EventSend
-	EventAbort         = wire.EventAbort
-	EventAction        = wire.EventAction
-	EventStarterStart  = wire.EventStarterStart
-	EventDurableReopen = wire.EventDurableReopen
-	EventSpaceRename   = wire.EventSpaceRename
-	EventPaneClose     = wire.EventPaneClose
-	EventPaneRename    = wire.EventPaneRename
-	EventTabRename     = wire.EventTabRename
+	EventAnswer        = "answer"
+	EventSend          = "send"
+	EventAbort         = "abort"
+	EventAction        = "action"
+	EventStarterStart  = "starter.start"
+	EventDurableReopen = "durable.reopen"
+	EventSpaceRename   = "space.rename"
+	EventPaneClose     = "pane.close"
+	EventPaneRename    = "pane.rename"
+	EventTabRename     = "tab.rename"
 )
 
 // Event is one write from a device (A3). The set is closed: the only
-// events are the types of this package, Answer to TabRename, each of which
-// writes exactly the fields A3 lists for it.
+// events are the types of this package, Answer to PushUnsubscribe, each
+// of which writes exactly the fields its row of schemas lists, in its
+// order: the one table the writer and the reader (CheckFields) share.
 type Event interface {
 	// Name is the event's name, as in the line's "event" field.
 	Name() string
-	// encode writes the event's fields, in A3's order, without the result.
-	encode(e *encoder)
+	// values appends to dst the values of the event's fields, one for
+	// each field of its schema, in order, of the field's kind; none for
+	// the alternative not taken (turn or question; optionIds or answer).
+	values(dst []value) []value
 	// result is the outcome to record.
 	result() Result
-	// tap tells whether the event is one of A6's five taps (answer, send,
-	// abort, action, starter.start): A3 gives its line a result, and A6 a
-	// receipt. Another event's line carries a result only when it was not
-	// ok.
-	tap() bool
-	// requestID is the request id a receipt is filed under, "" for an
-	// event without a receipt (A6).
-	requestID() string
 }
 
 // Result is how a write ended: OK, Refused or Failed. The zero Result is
@@ -105,12 +100,12 @@ func Turn(id string) Target { return Target{key: "turn", id: id} }
 // Question targets a question, by its id.
 func Question(id string) Target { return Target{key: "question", id: id} }
 
-func (t Target) encode(e *encoder) {
-	key := t.key
-	if key == "" {
-		key = "turn"
+// values are the target's turn and question, one of them none.
+func (t Target) values() (turn, question value) {
+	if t.key == "question" {
+		return value{}, str(t.id)
 	}
-	e.id(key, t.id)
+	return str(t.id), value{}
 }
 
 // Answered is what kind of answer a question got, built by OptionIDs,
@@ -147,13 +142,14 @@ func AnsweredOf(req wire.AnswerRequest) Answered {
 	return OptionIDs()
 }
 
-func (a Answered) encode(e *encoder) {
+// values are the answer's optionIds and answer (its kind), one of them
+// none.
+func (a Answered) values() (optionIDs, answer value) {
 	switch a.kind {
 	case "text", "values":
-		e.text("answer", a.kind, idBytes)
-	default:
-		e.texts("optionIds", a.optionIDs)
+		return value{}, str(a.kind)
 	}
+	return strs(a.optionIDs), value{}
 }
 
 // Answer: a tap answered a question. The line keeps requestId, question,
@@ -173,15 +169,11 @@ func AnswerOf(req wire.AnswerRequest, r Result) Answer {
 }
 
 func (Answer) Name() string { return EventAnswer }
-func (a Answer) encode(e *encoder) {
-	e.id("requestId", a.RequestID)
-	e.id("question", a.Question)
-	e.int("revision", a.Revision)
-	a.Answered.encode(e)
+func (a Answer) values(dst []value) []value {
+	ids, kind := a.Answered.values()
+	return append(dst, str(a.RequestID), str(a.Question), num(a.Revision), ids, kind)
 }
-func (a Answer) result() Result    { return a.Result }
-func (Answer) tap() bool           { return true }
-func (a Answer) requestID() string { return a.RequestID }
+func (a Answer) result() Result { return a.Result }
 
 // Send: the user sent or steered text. The line keeps requestId, turn or
 // question, steer, result, and preview: the first PreviewChars characters
@@ -200,15 +192,11 @@ func SendOf(req wire.SendRequest, r Result) Send {
 }
 
 func (Send) Name() string { return EventSend }
-func (s Send) encode(e *encoder) {
-	e.id("requestId", s.RequestID)
-	s.On.encode(e)
-	e.bool("steer", s.Steer)
-	e.text("preview", preview(s.Text), previewBytes)
+func (s Send) values(dst []value) []value {
+	turn, q := s.On.values()
+	return append(dst, str(s.RequestID), turn, q, truth(s.Steer), str(preview(s.Text)))
 }
-func (s Send) result() Result    { return s.Result }
-func (Send) tap() bool           { return true }
-func (s Send) requestID() string { return s.RequestID }
+func (s Send) result() Result { return s.Result }
 
 // Abort: the user stopped a turn or withdrew a question. The line keeps
 // requestId, turn or question, result (A3).
@@ -229,13 +217,11 @@ func AbortOf(req wire.AbortRequest, r Result) Abort {
 }
 
 func (Abort) Name() string { return EventAbort }
-func (a Abort) encode(e *encoder) {
-	e.id("requestId", a.RequestID)
-	a.On.encode(e)
+func (a Abort) values(dst []value) []value {
+	turn, q := a.On.values()
+	return append(dst, str(a.RequestID), turn, q)
 }
-func (a Abort) result() Result    { return a.Result }
-func (Abort) tap() bool           { return true }
-func (a Abort) requestID() string { return a.RequestID }
+func (a Abort) result() Result { return a.Result }
 
 // Action: the user tapped a belt button. The line keeps requestId,
 // actionId, turn (the conversation the tap came from, "" when none) and
@@ -253,14 +239,10 @@ func ActionOf(req wire.ActionRequest, r Result) Action {
 }
 
 func (Action) Name() string { return EventAction }
-func (a Action) encode(e *encoder) {
-	e.id("requestId", a.RequestID)
-	e.id("actionId", a.ActionID)
-	e.id("turn", a.Turn)
+func (a Action) values(dst []value) []value {
+	return append(dst, str(a.RequestID), str(a.ActionID), str(a.Turn))
 }
-func (a Action) result() Result    { return a.Result }
-func (Action) tap() bool           { return true }
-func (a Action) requestID() string { return a.RequestID }
+func (a Action) result() Result { return a.Result }
 
 // StarterStart: the user tapped a starter. The line keeps starterId,
 // requestId, result (A3).
@@ -276,13 +258,10 @@ func StarterOf(req wire.StarterRequest, r Result) StarterStart {
 }
 
 func (StarterStart) Name() string { return EventStarterStart }
-func (s StarterStart) encode(e *encoder) {
-	e.id("starterId", s.StarterID)
-	e.id("requestId", s.RequestID)
+func (s StarterStart) values(dst []value) []value {
+	return append(dst, str(s.StarterID), str(s.RequestID))
 }
-func (s StarterStart) result() Result    { return s.Result }
-func (StarterStart) tap() bool           { return true }
-func (s StarterStart) requestID() string { return s.RequestID }
+func (s StarterStart) result() Result { return s.Result }
 
 // DurableReopen: the user reopened a closed conversation. The line keeps
 // conversation (A3); a result and reason only when it was not OK. The
@@ -297,11 +276,9 @@ func ReopenOf(req wire.ReopenRequest, r Result) DurableReopen {
 	return DurableReopen{Conversation: req.Conversation, Result: r}
 }
 
-func (DurableReopen) Name() string        { return EventDurableReopen }
-func (d DurableReopen) encode(e *encoder) { e.id("conversation", d.Conversation) }
-func (d DurableReopen) result() Result    { return d.Result }
-func (DurableReopen) tap() bool           { return false }
-func (DurableReopen) requestID() string   { return "" }
+func (DurableReopen) Name() string                 { return EventDurableReopen }
+func (d DurableReopen) values(dst []value) []value { return append(dst, str(d.Conversation)) }
+func (d DurableReopen) result() Result             { return d.Result }
 
 // SpaceRename: the user renamed a workspace. The line keeps space and
 // name, the new name (A3); a result and reason only when it was not OK.
@@ -311,14 +288,9 @@ type SpaceRename struct {
 	Result  Result
 }
 
-func (SpaceRename) Name() string { return EventSpaceRename }
-func (s SpaceRename) encode(e *encoder) {
-	e.id("space", s.Space)
-	e.text("name", s.NewName, nameBytes)
-}
-func (s SpaceRename) result() Result  { return s.Result }
-func (SpaceRename) tap() bool         { return false }
-func (SpaceRename) requestID() string { return "" }
+func (SpaceRename) Name() string                 { return EventSpaceRename }
+func (s SpaceRename) values(dst []value) []value { return append(dst, str(s.Space), str(s.NewName)) }
+func (s SpaceRename) result() Result             { return s.Result }
 
 // PaneRename: the user renamed a conversation. The line keeps
 // conversation and name, the new name (A3); a result and reason only when
@@ -330,13 +302,10 @@ type PaneRename struct {
 }
 
 func (PaneRename) Name() string { return EventPaneRename }
-func (p PaneRename) encode(e *encoder) {
-	e.id("conversation", p.Conversation)
-	e.text("name", p.NewName, nameBytes)
+func (p PaneRename) values(dst []value) []value {
+	return append(dst, str(p.Conversation), str(p.NewName))
 }
-func (p PaneRename) result() Result  { return p.Result }
-func (PaneRename) tap() bool         { return false }
-func (PaneRename) requestID() string { return "" }
+func (p PaneRename) result() Result { return p.Result }
 
 // TabRename: the user renamed a tab. The line keeps tab and name, the new
 // name (A3); a result and reason only when it was not OK.
@@ -346,14 +315,9 @@ type TabRename struct {
 	Result  Result
 }
 
-func (TabRename) Name() string { return EventTabRename }
-func (t TabRename) encode(e *encoder) {
-	e.id("tab", t.Tab)
-	e.text("name", t.NewName, nameBytes)
-}
-func (t TabRename) result() Result  { return t.Result }
-func (TabRename) tap() bool         { return false }
-func (TabRename) requestID() string { return "" }
+func (TabRename) Name() string                 { return EventTabRename }
+func (t TabRename) values(dst []value) []value { return append(dst, str(t.Tab), str(t.NewName)) }
+func (t TabRename) result() Result             { return t.Result }
 
 // RenameOf is the event of a forwarded rename request: SpaceRename,
 // TabRename or PaneRename, after the one of Space, Tab and Conversation
@@ -380,11 +344,42 @@ func CloseOf(req wire.CloseRequest, r Result) PaneClose {
 	return PaneClose{Conversation: req.Conversation, Result: r}
 }
 
-func (PaneClose) Name() string        { return EventPaneClose }
-func (p PaneClose) encode(e *encoder) { e.id("conversation", p.Conversation) }
-func (p PaneClose) result() Result    { return p.Result }
-func (PaneClose) tap() bool           { return false }
-func (PaneClose) requestID() string   { return "" }
+func (PaneClose) Name() string                 { return EventPaneClose }
+func (p PaneClose) values(dst []value) []value { return append(dst, str(p.Conversation)) }
+func (p PaneClose) result() Result             { return p.Result }
+
+// writeEvents make the event of each write of the protocol's registry
+// (wire.Writes), by the write's name, from its request. A write of the
+// registry without one fails TestWriteEventsAreTheRegistry.
+var writeEvents = map[string]func(wire.WriteRequest, Result) (Event, error){
+	wire.AnswerWrite:  eventOf(func(q *wire.AnswerRequest, r Result) Event { return AnswerOf(*q, r) }),
+	wire.SendWrite:    eventOf(func(q *wire.SendRequest, r Result) Event { return SendOf(*q, r) }),
+	wire.AbortWrite:   eventOf(func(q *wire.AbortRequest, r Result) Event { return AbortOf(*q, r) }),
+	wire.ActionWrite:  eventOf(func(q *wire.ActionRequest, r Result) Event { return ActionOf(*q, r) }),
+	wire.RenameWrite:  eventOf(func(q *wire.RenameRequest, r Result) Event { return RenameOf(*q, r) }),
+	wire.CloseWrite:   eventOf(func(q *wire.CloseRequest, r Result) Event { return CloseOf(*q, r) }),
+	wire.ReopenWrite:  eventOf(func(q *wire.ReopenRequest, r Result) Event { return ReopenOf(*q, r) }),
+	wire.StarterWrite: eventOf(func(q *wire.StarterRequest, r Result) Event { return StarterOf(*q, r) }),
+}
+
+// eventOf is f as a maker of the table: a nil request is an empty one (the
+// write was refused before its body was read), and a request of another
+// type than f takes is an error (wire.ErrUnknownWrite).
+func eventOf[T any, P interface {
+	*T
+	wire.WriteRequest
+}](f func(P, Result) Event) func(wire.WriteRequest, Result) (Event, error) {
+	return func(req wire.WriteRequest, r Result) (Event, error) {
+		if req == nil {
+			return f(P(new(T)), r), nil
+		}
+		q, ok := req.(P)
+		if !ok {
+			return nil, fmt.Errorf("%w: a %T is not a %T", wire.ErrUnknownWrite, req, q)
+		}
+		return f(q, r), nil
+	}
+}
 
 // EventOf is the event of the write called name (a name of the registry,
 // wire.Writes) with request req, which is nil when the write was refused
@@ -394,40 +389,16 @@ func (PaneClose) requestID() string   { return "" }
 // a refusal knows. A name that is not in the registry, or a request
 // that is not of its write's type, is an error: nothing is recorded as
 // another write.
-func EventOf(name string, req wire.Request, r Result) (Event, error) {
+func EventOf(name string, req wire.WriteRequest, r Result) (Event, error) {
 	if mk, ok := deviceEvents[name]; ok && req == nil {
 		return mk(r), nil
 	}
-	w, err := wire.WriteNamed(name)
-	if err != nil {
-		return nil, err
+	mk, ok := writeEvents[name]
+	if !ok {
+		if _, err := wire.WriteNamed(name); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: the audit log has no event for the write %q", wire.ErrUnknownWrite, name)
 	}
-	if req == nil {
-		req = w.New()
-	}
-	if wr, ok := req.(wire.WriteRequest); !ok || wr.Name() != w.Name {
-		return nil, fmt.Errorf("%w: a %T is not a request of the write %q", wire.ErrUnknownWrite, req, w.Name)
-	}
-	var ev Event
-	switch q := req.(type) {
-	case *wire.AnswerRequest:
-		ev = AnswerOf(*q, r)
-	case *wire.SendRequest:
-		ev = SendOf(*q, r)
-	case *wire.AbortRequest:
-		ev = AbortOf(*q, r)
-	case *wire.ActionRequest:
-		ev = ActionOf(*q, r)
-	case *wire.StarterRequest:
-		ev = StarterOf(*q, r)
-	case *wire.ReopenRequest:
-		ev = ReopenOf(*q, r)
-	case *wire.RenameRequest:
-		ev = RenameOf(*q, r)
-	case *wire.CloseRequest:
-		ev = CloseOf(*q, r)
-	default:
-		return nil, fmt.Errorf("%w: the audit log has no event for a %T", wire.ErrUnknownWrite, req)
-	}
-	return ev, nil
+	return mk(req, r)
 }

@@ -24,10 +24,10 @@ func Example() {
 	defer log.Close()
 
 	who := audit.Who{Session: "desk", Device: "dev-7f3a"}
-	req := wire.AnswerRequest{RequestID: "r-1", Conversation: "c-1", Question: "q-1", Revision: 2, Text: "hunter2"}
+	req := wire.AnswerRequest{Header: wire.Header{RequestID: "r-1"}, Conversation: "c-1", Question: "q-1", Revision: 2, Text: "hunter2"}
 	rc, _ := log.Record(who, audit.AnswerOf(req, audit.OK))
-	log.Record(who, audit.SendOf(wire.SendRequest{RequestID: "r-2", Conversation: "c-1", Text: "go on"}, audit.Refused("busy")))
-	log.Record(who, audit.RenameOf(wire.RenameRequest{RequestID: "r-3", Tab: "t-1", Title: "Logs"}, audit.OK))
+	log.Record(who, audit.SendOf(wire.SendRequest{Header: wire.Header{RequestID: "r-2"}, Conversation: "c-1", Text: "go on"}, audit.Refused("busy")))
+	log.Record(who, audit.RenameOf(wire.RenameRequest{Header: wire.Header{RequestID: "r-3"}, Tab: "t-1", Title: "Logs"}, audit.OK))
 
 	data, _ := os.ReadFile(filepath.Join(dir, audit.LogName))
 	fmt.Printf("%s", data)

@@ -318,7 +318,7 @@ func (l *Log) Record(who Who, ev Event) (Receipt, error) {
 	if ev == nil {
 		return Receipt{}, errors.New("audit: Record needs an event")
 	}
-	if ev.tap() && ev.result().status == "" {
+	if tap(ev) && ev.result().status == "" {
 		return Receipt{}, fmt.Errorf("audit: the %s event has no result; give audit.OK, audit.Refused(reason) or audit.Failed(reason)", ev.Name())
 	}
 	rc, _, err := l.record(who, ev, ev.result(), "")
@@ -378,7 +378,7 @@ func (l *Log) append(who Who, ev Event, res Result, intent string) (Receipt, str
 	l.head = hash
 	seq := l.written.Add(1)
 	anc := l.anchorDue(now)
-	if !ev.tap() || res.status == StatusPending {
+	if !tap(ev) || res.status == StatusPending {
 		return Receipt{}, hash, seq, anc, nil
 	}
 	rc := Receipt{
@@ -387,7 +387,7 @@ func (l *Log) append(who Who, ev Event, res Result, intent string) (Receipt, str
 		Device:    cut(who.Device, idBytes),
 		Session:   cut(who.Session, idBytes),
 		Event:     ev.Name(),
-		RequestID: cut(ev.requestID(), idBytes),
+		RequestID: cut(requestID(ev), idBytes),
 		Result:    res.status,
 	}
 	if err := l.rc.catchUp(); err != nil {

@@ -103,7 +103,7 @@ func TestConcurrent(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range 50 {
 			wg.Go(func() {
-				if _, err := l.Record(who, SendOf(wire.SendRequest{RequestID: fmt.Sprintf("r-%d", i), Conversation: "c-1", Text: strings.Repeat("x", 100+i)}, OK)); err != nil {
+				if _, err := l.Record(who, SendOf(wire.SendRequest{Header: wire.Header{RequestID: fmt.Sprintf("r-%d", i)}, Conversation: "c-1", Text: strings.Repeat("x", 100+i)}, OK)); err != nil {
 					t.Error(err)
 				}
 			})

@@ -29,9 +29,9 @@ func TestReceipts(t *testing.T) {
 		var withReceipt []string
 		for _, tc := range eventCases {
 			rc := record(t, l, who, tc.ev)
-			if tc.ev.tap() {
+			if tap(tc.ev) {
 				withReceipt = append(withReceipt, tc.name)
-				if rc.ID == "" || rc.Event != tc.ev.Name() || rc.RequestID != tc.ev.requestID() || rc.Result != tc.ev.result().Status() {
+				if rc.ID == "" || rc.Event != tc.ev.Name() || rc.RequestID != requestID(tc.ev) || rc.Result != tc.ev.result().Status() {
 					t.Errorf("%s: receipt %+v", tc.name, rc)
 				}
 			} else if rc != (Receipt{}) {
@@ -68,7 +68,7 @@ func TestReceipts(t *testing.T) {
 		l, _ := openLog(t, Options{})
 		other := Who{Session: who.Session, Device: "dev-other"}
 		mine := record(t, l, who, answer("r-same"))
-		record(t, l, other, AbortOf(wire.AbortRequest{RequestID: "r-same", Conversation: "c"}, OK))
+		record(t, l, other, AbortOf(wire.AbortRequest{Header: wire.Header{RequestID: "r-same"}, Conversation: "c"}, OK))
 		got, err := l.Receipt(who.Device, "r-same")
 		if err != nil || got != mine {
 			t.Errorf("Receipt(mine) = %+v, %v; want %+v", got, err, mine)
@@ -113,7 +113,7 @@ func TestReceipts(t *testing.T) {
 		l, _ := openLog(t, Options{Dir: dir})
 		first := record(t, l, who, answer("r-1"))
 		record(t, l, who, PaneClose{Conversation: "c-1"})
-		lost := record(t, l, who, SendOf(wire.SendRequest{RequestID: "r-2", Conversation: "c-1", Text: "hi"}, Refused("busy")))
+		lost := record(t, l, who, SendOf(wire.SendRequest{Header: wire.Header{RequestID: "r-2"}, Conversation: "c-1", Text: "hi"}, Refused("busy")))
 		l.Close()
 		// The crash: the send's line is on disk, its receipt is not.
 		path := filepath.Join(dir, ReceiptsName)

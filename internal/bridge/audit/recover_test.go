@@ -18,7 +18,7 @@ import (
 // receipt only; and a later start files nothing twice.
 func TestRecoveredReceiptsAfterACrash_A5_A6(t *testing.T) {
 	send := func(id string) Event {
-		return SendOf(wire.SendRequest{RequestID: id, Conversation: "c-1", Text: "hi"}, Result{})
+		return SendOf(wire.SendRequest{Header: wire.Header{RequestID: id}, Conversation: "c-1", Text: "hi"}, Result{})
 	}
 	begin := func(t *testing.T, l *Log, id string) *Pending {
 		t.Helper()
@@ -119,7 +119,7 @@ func TestRecoveredReceiptsAfterACrash_A5_A6(t *testing.T) {
 func TestReceiptOfACutWriteEndedLater_A6(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	l, _ := openLog(t, Options{Dir: dir})
-	p, err := l.Begin(who, SendOf(wire.SendRequest{RequestID: "r-1", Conversation: "c-1", Text: "hi"}, Result{}))
+	p, err := l.Begin(who, SendOf(wire.SendRequest{Header: wire.Header{RequestID: "r-1"}, Conversation: "c-1", Text: "hi"}, Result{}))
 	if err != nil {
 		t.Fatal(err)
 	}

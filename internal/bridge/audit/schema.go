@@ -34,44 +34,91 @@ func kindOf(v any) kind {
 	return kString
 }
 
-type fieldSpec struct {
-	key  string
+// field is one field a line of an event keeps (A3).
+type field struct {
+	key   string
+	kind  kind
+	text  bool // words, which masking replaces (A4); otherwise an id, kept
+	limit int  // the most bytes kept (of each string of a list)
+	alt   bool // an alternative: a line keeps exactly one of its event's
+}
+
+func id(key string) field { return field{key: key, kind: kString, limit: idBytes} }
+func text(key string, limit int) field {
+	return field{key: key, kind: kString, text: true, limit: limit}
+}
+func number(key string) field  { return field{key: key, kind: kInt} }
+func boolean(key string) field { return field{key: key, kind: kBool} }
+func list(key string) field    { return field{key: key, kind: kStrings, text: true, limit: idBytes} }
+
+// value is the value of one field, of its kind; the zero value is none,
+// the alternative not taken.
+type value struct {
+	set  bool
 	kind kind
+	s    string
+	n    int64
+	b    bool
+	ss   []string
 }
 
-// schema is what A3 lets a line of one event keep.
+func str(s string) value     { return value{set: true, kind: kString, s: s} }
+func num(n int64) value      { return value{set: true, kind: kInt, n: n} }
+func truth(b bool) value     { return value{set: true, kind: kBool, b: b} }
+func strs(ss []string) value { return value{set: true, kind: kStrings, ss: ss} }
+
+// or is f as one of its event's alternatives.
+func (f field) or() field { f.alt = true; return f }
+
+// schema is what A3 lets a line of one event keep: its fields, in the
+// order the writer writes them (each event's values follow it), and
+// whether it is one of A6's five taps, whose line always has a result and
+// whose receipt is filed under its requestId; another event's line has a
+// result only when it was not ok.
 type schema struct {
-	fields []fieldSpec // every one, in order
-	oneOf  []fieldSpec // exactly one of these (turn or question; optionIds or answer)
-	tap    bool        // result always; otherwise only when not ok
-	order  []string    // the keys in the order the writer writes them
+	fields []field
+	tap    bool
 }
 
-var (
-	fRequestID = fieldSpec{"requestId", kString}
-	turnOrQ    = []fieldSpec{{"turn", kString}, {"question", kString}}
-)
-
-// Schemas of A3, by event name.
+// schemas is the audit log's format, one row per event: what the writer
+// writes (encoder.event) and what the reader lets a line keep
+// (CheckFields).
 var schemas = map[string]schema{
-	EventAnswer: {
-		fields: []fieldSpec{fRequestID, {"question", kString}, {"revision", kInt}},
-		oneOf:  []fieldSpec{{"optionIds", kStrings}, {"answer", kString}},
-		tap:    true,
-		order:  []string{"requestId", "question", "revision", "optionIds", "answer"},
-	},
-	EventSend:          {fields: []fieldSpec{fRequestID, {"steer", kBool}, {"preview", kString}}, oneOf: turnOrQ, tap: true, order: []string{"requestId", "turn", "question", "steer", "preview"}},
-	EventAbort:         {fields: []fieldSpec{fRequestID}, oneOf: turnOrQ, tap: true, order: []string{"requestId", "turn", "question"}},
-	EventAction:        {fields: []fieldSpec{fRequestID, {"actionId", kString}, {"turn", kString}}, tap: true, order: []string{"requestId", "actionId", "turn"}},
-	EventStarterStart:  {fields: []fieldSpec{{"starterId", kString}, fRequestID}, tap: true, order: []string{"starterId", "requestId"}},
-	EventDurableReopen: {fields: []fieldSpec{{"conversation", kString}}, order: []string{"conversation"}},
-	EventSpaceRename:   {fields: []fieldSpec{{"space", kString}, {"name", kString}}, order: []string{"space", "name"}},
-	EventPaneClose:     {fields: []fieldSpec{{"conversation", kString}}, order: []string{"conversation"}},
-	EventPaneRename:    {fields: []fieldSpec{{"conversation", kString}, {"name", kString}}, order: []string{"conversation", "name"}},
-	EventTabRename:     {fields: []fieldSpec{{"tab", kString}, {"name", kString}}, order: []string{"tab", "name"}},
+	EventAnswer: {tap: true, fields: []field{id("requestId"), id("question"), number("revision"),
+		list("optionIds").or(), text("answer", idBytes).or()}},
+	EventSend: {tap: true, fields: []field{id("requestId"), id("turn").or(), id("question").or(),
+		boolean("steer"), text("preview", previewBytes)}},
+	EventAbort:         {tap: true, fields: []field{id("requestId"), id("turn").or(), id("question").or()}},
+	EventAction:        {tap: true, fields: []field{id("requestId"), id("actionId"), id("turn")}},
+	EventStarterStart:  {tap: true, fields: []field{id("starterId"), id("requestId")}},
+	EventDurableReopen: {fields: []field{id("conversation")}},
+	EventSpaceRename:   {fields: []field{id("space"), text("name", nameBytes)}},
+	EventPaneClose:     {fields: []field{id("conversation")}},
+	EventPaneRename:    {fields: []field{id("conversation"), text("name", nameBytes)}},
+	EventTabRename:     {fields: []field{id("tab"), text("name", nameBytes)}},
 	// A device's own settings (device.go).
-	EventPushSubscribe:   {fields: []fieldSpec{{"service", kString}}, order: []string{"service"}},
+	EventPushSubscribe:   {fields: []field{id("service")}},
 	EventPushUnsubscribe: {},
+}
+
+// tap reports whether ev is one of A6's five taps (its schema's).
+func tap(ev Event) bool { return schemas[ev.Name()].tap }
+
+// requestID is the request id a tap's receipt is filed under: its
+// requestId field; "" for an event without a receipt.
+func requestID(ev Event) string {
+	sc := schemas[ev.Name()]
+	if !sc.tap {
+		return ""
+	}
+	var buf [8]value
+	vals := ev.values(buf[:0])
+	for i, f := range sc.fields {
+		if f.key == "requestId" && i < len(vals) {
+			return vals[i].s
+		}
+	}
+	return ""
 }
 
 // Events lists every event name, in A3's order.
@@ -90,21 +137,23 @@ func CheckFields(r Record) error {
 	if !ok {
 		return fmt.Errorf("the event %q is not one Collie records (%s)", r.Event, strings.Join(Events, ", "))
 	}
-	want := map[string]kind{}
+	want := map[string]field{}
+	var order, alts []string
 	for _, f := range sc.fields {
-		want[f.key] = f.kind
+		want[f.key] = f
+		order = append(order, f.key)
+		if f.alt {
+			alts = append(alts, f.key)
+		}
 	}
 	var chosen []string
-	for _, f := range sc.oneOf {
-		want[f.key] = f.kind
-	}
 	result, hasReason, hasIntent := "", false, false
 	at := 0 // where in the writer's order the last key was
 	for _, f := range r.Fields {
 		if f.Key != "count" { // coalesced refusals carry a count; its place is not pinned
-			i := slices.Index(sc.order, f.Key)
+			i := slices.Index(order, f.Key)
 			if j := slices.Index(tailOrder, f.Key); i < 0 && j >= 0 {
-				i = len(sc.order) + j
+				i = len(order) + j
 			}
 			if i >= 0 && i < at {
 				return fmt.Errorf("its field %q is out of the order Collie writes", f.Key)
@@ -137,26 +186,24 @@ func CheckFields(r Record) error {
 			}
 			continue
 		}
-		k, ok := want[f.Key]
+		sf, ok := want[f.Key]
 		if !ok {
 			return fmt.Errorf("%s lines do not keep the field %q: the audit schema does not list it for that event", r.Event, f.Key)
 		}
-		if got := kindOf(f.Value); got != k {
-			return fmt.Errorf("its field %q is %s, not %s", f.Key, got, k)
+		if got := kindOf(f.Value); got != sf.kind {
+			return fmt.Errorf("its field %q is %s, not %s", f.Key, got, sf.kind)
 		}
-		for _, o := range sc.oneOf {
-			if o.key == f.Key {
-				chosen = append(chosen, f.Key)
-			}
+		if sf.alt {
+			chosen = append(chosen, f.Key)
 		}
 	}
 	for _, f := range sc.fields {
-		if r.Get(f.key) == nil {
+		if !f.alt && r.Get(f.key) == nil {
 			return fmt.Errorf("%s lines keep the field %q, which this one lacks", r.Event, f.key)
 		}
 	}
-	if len(sc.oneOf) > 0 && len(chosen) != 1 {
-		return fmt.Errorf("%s lines keep exactly one of %q and %q, and this one has %d", r.Event, sc.oneOf[0].key, sc.oneOf[1].key, len(chosen))
+	if len(alts) > 0 && len(chosen) != 1 {
+		return fmt.Errorf("%s lines keep exactly one of %q and %q, and this one has %d", r.Event, alts[0], alts[1], len(chosen))
 	}
 	switch {
 	case sc.tap && result == "":

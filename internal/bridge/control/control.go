@@ -137,12 +137,20 @@ func Serve(ctx context.Context, l net.Listener, b Backend, log *slog.Logger) err
 	return nil
 }
 
-// readID reads a revoke's body, {"id": ID}, or answers why it cannot.
+// idBodyCap is the largest body readID reads.
+const idBodyCap = 4096
+
+// readID reads a revoke's body, {"id": ID}, or answers why it cannot: 413
+// for a body over idBodyCap, 400 for any other fault.
 func readID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	var req struct {
 		ID string `json:"id"`
 	}
-	data, err := wire.ReadCapped(r.Body, r.ContentLength, 4096)
+	data, err := wire.ReadCapped(r.Body, r.ContentLength, idBodyCap)
+	if errors.Is(err, wire.ErrTooLarge) {
+		writeJSON(w, http.StatusRequestEntityTooLarge, apiError{Error: fmt.Sprintf("the request is larger than %d bytes; send less", idBodyCap)})
+		return "", false
+	}
 	if err == nil {
 		err = jsonstrict.Unmarshal(data, &req)
 	}

@@ -28,7 +28,7 @@ type Backend interface {
 	// Forward sends a write to the named agent. Only the device API calls
 	// it: nothing in the bridge answers on behalf of an agent, a hook or
 	// model output (D6).
-	Forward(ctx context.Context, agent, path string, req wire.Request) (*wire.WriteReply, error)
+	Forward(ctx context.Context, agent, path string, req wire.WriteRequest) (*wire.WriteReply, error)
 	// SetWatching says whether a device is looking (K8).
 	SetWatching(on bool)
 }
@@ -41,7 +41,7 @@ type Recorder interface {
 	// ("ok", "refused" by the agent, "failed"). A crash between the two
 	// leaves the write as "outcome unknown" in the log. write is the
 	// write's name ("answer", "send", …).
-	Begin(dev Device, agent, write string, req wire.Request) Outcome
+	Begin(dev Device, agent, write string, req wire.WriteRequest) Outcome
 	// Refused records writes the device API refused itself, before they
 	// reached an agent; r.Count > 1 stands for repeats coalesced.
 	Refused(r Refusal)
@@ -244,7 +244,8 @@ type PairReply struct {
 func (a *API) pair(w http.ResponseWriter, r *http.Request, c *call) {
 	var req PairRequest
 	if err := decodeBody(r, &req); err != nil {
-		c.refuse(w, http.StatusBadRequest, wire.CodeBadRequest, err.Error(), nil)
+		status, code := bodyRefusal(err)
+		c.refuse(w, status, code, err.Error(), nil)
 		return
 	}
 	if err := a.o.Pairings.Redeem(req.Secret); err != nil {
@@ -346,28 +347,30 @@ func (a *API) noSuchWrite(w http.ResponseWriter, r *http.Request, c *call) {
 // and forwarded, and recorded either way.
 func (a *API) write(w http.ResponseWriter, r *http.Request, c *call) {
 	d, agent, name := c.dev, c.agent, c.write
-	refuse := func(status int, code, msg string, req wire.Request) { c.refuse(w, status, code, msg, req) }
+	refuse := func(status int, code, msg string, req wire.WriteRequest) { c.refuse(w, status, code, msg, req) }
 	wr, err := wire.WriteNamed(name)
 	if err != nil {
 		a.noSuchWrite(w, r, c)
 		return
 	}
 	if wr.Name == wire.AnswerWrite {
-		a.answer(w, r, d, agent, refuse)
+		a.answer(w, r, d, agent, wr, refuse)
 		return
 	}
 	req := wr.New()
-	if err := decodeRequest(r, req); err != nil {
-		refuse(http.StatusBadRequest, wire.CodeBadRequest, err.Error(), nil)
+	if err := decodeRequest(r, wr, req, req); err != nil {
+		status, code := bodyRefusal(err)
+		refuse(status, code, err.Error(), nil)
 		return
 	}
-	a.forward(w, r.Context(), d, agent, req, nil)
+	a.forward(w, r.Context(), d, agent, wr, req, nil)
 }
 
-func (a *API) answer(w http.ResponseWriter, r *http.Request, d Device, agent string, refuse func(int, string, string, wire.Request)) {
+func (a *API) answer(w http.ResponseWriter, r *http.Request, d Device, agent string, wr wire.Write, refuse func(int, string, string, wire.WriteRequest)) {
 	var req AnswerRequest
-	if err := decodeRequest(r, &req); err != nil {
-		refuse(http.StatusBadRequest, wire.CodeBadRequest, err.Error(), nil)
+	if err := decodeRequest(r, wr, &req, &req.AnswerRequest); err != nil {
+		status, code := bodyRefusal(err)
+		refuse(status, code, err.Error(), nil)
 		return
 	}
 	ans := &req.AnswerRequest
@@ -416,7 +419,7 @@ func (a *API) answer(w http.ResponseWriter, r *http.Request, d Device, agent str
 		return
 	}
 	dec := &Decision{Device: d.ID, DeviceName: d.Name, At: a.o.Now().UTC(), RequestID: ans.RequestID}
-	if !a.forward(w, r.Context(), d, agent, ans, dec) {
+	if !a.forward(w, r.Context(), d, agent, wr, ans, dec) {
 		dec = nil
 	}
 	a.decided.settle(key, dec)
@@ -449,15 +452,10 @@ func (a *API) question(agent, conversation, id string) (wire.Question, bool) {
 	return wire.Question{}, false
 }
 
-// forward sends the write to the agent, at its route in the protocol's
-// registry, and replies to the device. It reports whether the agent took
+// forward sends req, a request of the write wr, to the agent at the
+// write's route, and replies to the device. It reports whether the agent took
 // the write.
-func (a *API) forward(w http.ResponseWriter, ctx context.Context, d Device, agent string, req wire.WriteRequest, dec *Decision) bool {
-	wr, err := wire.WriteNamed(req.Name())
-	if err != nil { // only the registry makes requests: never happens
-		apiError(w, http.StatusNotFound, wire.CodeNotFound, err.Error())
-		return false
-	}
+func (a *API) forward(w http.ResponseWriter, ctx context.Context, d Device, agent string, wr wire.Write, req wire.WriteRequest, dec *Decision) bool {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	var out Outcome
@@ -498,18 +496,47 @@ func (a *API) forward(w http.ResponseWriter, ctx context.Context, d Device, agen
 // attached.
 var ErrUnknownAgent = errors.New("no durable agent of that name is attached")
 
-func decodeRequest(r *http.Request, req wire.Request) error {
-	err := wire.DecodeRequest(r.Body, r.ContentLength, req)
-	if errors.Is(err, wire.ErrBodyTooLarge) {
-		return fmt.Errorf("the request is larger than %d bytes; send less", wire.WriteCap)
-	}
-	return err
+// bodyTooLarge is a body over its route's cap, limit bytes: it is refused
+// with 413 body-too-large (bodyRefusal), any other fault of a body with 400.
+type bodyTooLarge struct{ limit int }
+
+func (e bodyTooLarge) Error() string {
+	return fmt.Sprintf("the request is larger than %d bytes; send less", e.limit)
 }
 
-func decodeBody(r *http.Request, v any) error {
-	data, err := wire.ReadCapped(r.Body, r.ContentLength, 16<<10)
+// bodyRefusal is the status and code that refuse a body for err, an
+// error of decodeRequest or decodeBody.
+func bodyRefusal(err error) (int, string) {
+	if errors.As(err, new(bodyTooLarge)) {
+		return http.StatusRequestEntityTooLarge, wire.CodeBodyTooLarge
+	}
+	return http.StatusBadRequest, wire.CodeBadRequest
+}
+
+// decodeRequest reads a write's body into v, capped and with the closed
+// schema, and checks req, the write's request in v (v itself, or the
+// protocol's request a device's answer embeds), by its registry row.
+func decodeRequest(r *http.Request, wr wire.Write, v any, req wire.WriteRequest) error {
+	err := wire.ReadRequest(r.Body, r.ContentLength, wire.WriteCap, v)
+	if errors.Is(err, wire.ErrBodyTooLarge) {
+		return bodyTooLarge{wire.WriteCap}
+	}
 	if err != nil {
-		return errors.New("the request is too large")
+		return err
+	}
+	return wr.Check(req)
+}
+
+// bodyCap is the largest body of a route that is not a write (pairing).
+const bodyCap = 16 << 10
+
+func decodeBody(r *http.Request, v any) error {
+	data, err := wire.ReadCapped(r.Body, r.ContentLength, bodyCap)
+	if errors.Is(err, wire.ErrTooLarge) {
+		return bodyTooLarge{bodyCap}
+	}
+	if err != nil {
+		return fmt.Errorf("the request body could not be read (%v); send it again", err)
 	}
 	if err := jsonstrict.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("the request body is not the JSON this route takes (%v); see the device API in collie(1)", err)

@@ -24,7 +24,7 @@ import (
 type agentSide struct {
 	mu       sync.Mutex
 	view     []view.Agent
-	forwards []wire.Request
+	forwards []wire.WriteRequest
 	paths    []string // the agent's route of each forward
 	watching []bool
 	// onForward, when set, runs as a write reaches the agent, before it is
@@ -38,7 +38,7 @@ func (b *agentSide) View() []view.Agent {
 	return b.view
 }
 
-func (b *agentSide) Forward(_ context.Context, agent, path string, req wire.Request) (*wire.WriteReply, error) {
+func (b *agentSide) Forward(_ context.Context, agent, path string, req wire.WriteRequest) (*wire.WriteReply, error) {
 	if b.onForward != nil {
 		b.onForward()
 	}
@@ -72,7 +72,7 @@ type auditLog struct {
 }
 
 // Begin notes the intent (in begun); the line goes to lines at End.
-func (a *auditLog) Begin(d Device, agent, write string, req wire.Request) Outcome {
+func (a *auditLog) Begin(d Device, agent, write string, req wire.WriteRequest) Outcome {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.begun = append(a.begun, d.ID+" "+agent+" "+write)

@@ -55,7 +55,7 @@ func needChromium(t *testing.T) string {
 // forwarded is one write the device API passed on to an agent.
 type forwarded struct {
 	agent, path string
-	req         wire.Request
+	req         wire.WriteRequest
 }
 
 // browserBackend is the bridge as the device API sees it, for the browser
@@ -72,7 +72,7 @@ func (b *browserBackend) View() []view.Agent {
 	return b.view
 }
 
-func (b *browserBackend) Forward(_ context.Context, agent, path string, req wire.Request) (*wire.WriteReply, error) {
+func (b *browserBackend) Forward(_ context.Context, agent, path string, req wire.WriteRequest) (*wire.WriteReply, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if agent != "demo" {

@@ -139,7 +139,7 @@ func TestRevokeRacesNewStream(t *testing.T) {
 // blockingAgent holds every write until its context ends.
 type blockingAgent struct{ agentSide }
 
-func (b *blockingAgent) Forward(ctx context.Context, agent, path string, req wire.Request) (*wire.WriteReply, error) {
+func (b *blockingAgent) Forward(ctx context.Context, agent, path string, req wire.WriteRequest) (*wire.WriteReply, error) {
 	<-ctx.Done()
 	return nil, ctx.Err()
 }

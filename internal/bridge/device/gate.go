@@ -162,11 +162,11 @@ type call struct {
 
 // refuse answers a refused write and records it: coalesced per source and
 // kind, so a flood cannot rotate the audit log away.
-func (c *call) refuse(w http.ResponseWriter, status int, code, msg string, req wire.Request) {
+func (c *call) refuse(w http.ResponseWriter, status int, code, msg string, req wire.WriteRequest) {
 	c.refuseAs(w, c.dev.ID, status, code, msg, req)
 }
 
-func (c *call) refuseAs(w http.ResponseWriter, device string, status int, code, msg string, req wire.Request) {
+func (c *call) refuseAs(w http.ResponseWriter, device string, status int, code, msg string, req wire.WriteRequest) {
 	c.a.refusals.add(refusal{source: c.source, Refusal: Refusal{Device: device, Agent: c.agent, Write: c.write, Req: req, Code: code, Reason: msg}})
 	apiError(w, status, code, msg)
 }

@@ -84,7 +84,7 @@ func withChangedItem(s *wire.Snapshot, round int) *wire.Snapshot {
 type tapBackend struct {
 	mu   sync.Mutex
 	view []view.Agent
-	got  chan wire.Request
+	got  chan wire.WriteRequest
 }
 
 func (b *tapBackend) View() []view.Agent {
@@ -93,7 +93,7 @@ func (b *tapBackend) View() []view.Agent {
 	return b.view
 }
 
-func (b *tapBackend) Forward(_ context.Context, agent, path string, req wire.Request) (*wire.WriteReply, error) {
+func (b *tapBackend) Forward(_ context.Context, agent, path string, req wire.WriteRequest) (*wire.WriteReply, error) {
 	b.got <- req
 	return &wire.WriteReply{RequestID: "ok"}, nil
 }
@@ -152,7 +152,7 @@ func hostileRound(t *testing.T, chromium string) (longMax float64, worstTap time
 	if len(raw) < 3<<20 || len(raw) > wire.SnapshotCap {
 		t.Fatalf("the hostile snapshot is %d bytes; want 3 to 4 MiB", len(raw))
 	}
-	back := &tapBackend{got: make(chan wire.Request, 16)}
+	back := &tapBackend{got: make(chan wire.WriteRequest, 16)}
 	agentView := func(s *wire.Snapshot) []view.Agent {
 		return []view.Agent{{AgentStatus: view.AgentStatus{Name: "flood", Agent: "Hostile", Transport: "socket", Reachable: true}, Snapshot: s}}
 	}

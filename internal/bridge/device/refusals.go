@@ -19,12 +19,12 @@ type Refusal struct {
 	// credential that matches no device, "" for a request with none. The
 	// credential itself is never recorded.
 	Device string
-	Agent  string       // the agent named in the path
-	Write  string       // "answer", "send", …
-	Req    wire.Request // nil when refused before it was read
-	Code   string       // the refusal's code, e.g. "cross-site"
-	Reason string       // the sentence the client got
-	Count  int          // at least 1
+	Agent  string            // the agent named in the path
+	Write  string            // "answer", "send", …
+	Req    wire.WriteRequest // nil when refused before it was read
+	Code   string            // the refusal's code, e.g. "cross-site"
+	Reason string            // the sentence the client got
+	Count  int               // at least 1
 }
 
 // Devices a refusal names when no paired device asked.

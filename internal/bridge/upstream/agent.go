@@ -22,7 +22,7 @@ import (
 type Client interface {
 	Hello(ctx context.Context) (*wire.Hello, error)
 	Snapshot(ctx context.Context, etag string) (Read, error)
-	Write(ctx context.Context, path string, req wire.Request) (*wire.WriteReply, error)
+	Write(ctx context.Context, path string, req wire.WriteRequest) (*wire.WriteReply, error)
 }
 
 // Unreachable is an error that says why an agent cannot be reached. Reason

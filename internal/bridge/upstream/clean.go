@@ -123,7 +123,7 @@ func (r *reader) Hello(ctx context.Context) (*wire.Hello, error) {
 // Write sends one write to the agent: a POST to path (the route of a write
 // of wire.Writes) with req as its JSON body, checked before it leaves
 // (X4). It returns the agent's reply, or a *Refused.
-func (r *reader) Write(ctx context.Context, path string, req wire.Request) (*wire.WriteReply, error) {
+func (r *reader) Write(ctx context.Context, path string, req wire.WriteRequest) (*wire.WriteReply, error) {
 	reply, err := r.write(ctx, path, req)
 	if err != nil {
 		return nil, cleanErr(err)

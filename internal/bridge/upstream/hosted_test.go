@@ -67,7 +67,7 @@ func TestHostedReads_X1(t *testing.T) {
 			t.Fatalf("held read = %+v after %v; want the new snapshot at the change", r, time.Since(start))
 		}
 		// A write to an agent with no app is refused as the agent says.
-		_, err = c.Write(ctx, wire.SendPath, &wire.SendRequest{RequestID: "r1", Conversation: "c", Text: "hi"})
+		_, err = c.Write(ctx, wire.SendPath, &wire.SendRequest{Header: wire.Header{RequestID: "r1"}, Conversation: "c", Text: "hi"})
 		var ref *Refused
 		if !errors.As(err, &ref) || ref.Status == http.StatusOK {
 			t.Fatalf("write to an agent without an app = %v, want its refusal", err)

@@ -108,7 +108,7 @@ func TestHostileAgentRepliesCleaned(t *testing.T) {
 			} else {
 				assertCleanErr(t, err)
 			}
-			reply, err := c.Write(ctx, wire.SendPath, &wire.SendRequest{RequestID: "r1", Conversation: "c", Text: "hi"})
+			reply, err := c.Write(ctx, wire.SendPath, &wire.SendRequest{Header: wire.Header{RequestID: "r1"}, Conversation: "c", Text: "hi"})
 			if err == nil {
 				t.Fatalf("write reply %+v taken from a hostile agent", reply)
 			}
@@ -125,7 +125,7 @@ func TestHostileStatusNotShown(t *testing.T) {
 	if err == nil || err.Error() != "the agent answered 503 Service Unavailable" {
 		t.Fatalf("err = %v, want the standard text of 503", err)
 	}
-	_, err = c.Write(context.Background(), wire.SendPath, &wire.SendRequest{RequestID: "r1", Conversation: "c", Text: "hi"})
+	_, err = c.Write(context.Background(), wire.SendPath, &wire.SendRequest{Header: wire.Header{RequestID: "r1"}, Conversation: "c", Text: "hi"})
 	var ref *Refused
 	if !errors.As(err, &ref) || ref.Status != 503 || ref.Code != "unknown" || strings.Contains(ref.Message, "curl") {
 		t.Fatalf("write err = %#v", err)

@@ -19,8 +19,12 @@ import (
 // none or a malformed one).
 type Refused = wire.Refused
 
-func (r *reader) write(ctx context.Context, path string, req wire.Request) (*wire.WriteReply, error) {
-	if err := req.Validate(); err != nil {
+func (r *reader) write(ctx context.Context, path string, req wire.WriteRequest) (*wire.WriteReply, error) {
+	w, err := wire.WriteAt(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Check(req); err != nil {
 		return nil, err
 	}
 	body, err := json.Marshal(req)

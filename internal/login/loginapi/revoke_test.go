@@ -226,7 +226,7 @@ func TestRevokedAskOnRealBoard_R8(t *testing.T) {
 	}
 	// The tap after the revocation: the board may still take it, the
 	// revoked session never sees it.
-	board.Write(context.Background(), wire.AnswerPath, &wire.AnswerRequest{RequestID: "tap", Conversation: conv, Question: q.ID, Revision: q.Revision, OptionIDs: []string{wire.Yes}})
+	board.Write(context.Background(), wire.AnswerPath, &wire.AnswerRequest{Header: wire.Header{RequestID: "tap"}, Conversation: conv, Question: q.ID, Revision: q.Revision, OptionIDs: []string{wire.Yes}})
 	got := <-done
 	if got.status != http.StatusUnauthorized || refusalCode(t, got.body) != loginwire.CodeInvalid {
 		t.Fatalf("the revoked session's waiting ask: %d %s", got.status, got.body)

@@ -105,7 +105,7 @@ func TestBoardAskAndAnswer_D6(t *testing.T) {
 	if q.Title != "Deploy 1a2b3c?" {
 		t.Fatalf("X1: the question's title %q", q.Title)
 	}
-	if _, err := c.Write(ctx, wire.AnswerPath, &wire.AnswerRequest{RequestID: "tap", Conversation: conv, Question: q.ID, Revision: q.Revision, OptionIDs: []string{wire.Yes}}); err != nil {
+	if _, err := c.Write(ctx, wire.AnswerPath, &wire.AnswerRequest{Header: wire.Header{RequestID: "tap"}, Conversation: conv, Question: q.ID, Revision: q.Revision, OptionIDs: []string{wire.Yes}}); err != nil {
 		t.Fatalf("the device's answer: %v", err)
 	}
 	w := <-replied

@@ -2,13 +2,10 @@ package wire
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"testing"
 )
-
-var updateGolden = flag.Bool("update", false, "rewrite the golden files of testdata/delta")
 
 // TestDelta_X2_Golden applies each testdata/delta/NAME.delta.json to the
 // whole read of NAME.base.json and compares the state, cleaned, with
@@ -48,7 +45,7 @@ func TestDelta_X2_Golden(t *testing.T) {
 				got = append(got, []byte("\ndropped: "+dr.What+": "+dr.Reason)...)
 			}
 			wp := filepath.Join("testdata/delta", name+".want.json")
-			if *updateGolden {
+			if *update {
 				if err := os.WriteFile(wp, append(got, '\n'), 0o644); err != nil {
 					t.Fatal(err)
 				}

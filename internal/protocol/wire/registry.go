@@ -3,15 +3,21 @@ package wire
 import (
 	"errors"
 	"fmt"
+	"io"
 )
 
-// The registry: each write of protocol v1 described once. The device API
-// takes its routes from it, the agent its routes and request types, the
-// audit log its events, and the caller check its list (C2). A new write is
-// a request type with the methods of WriteRequest, and one row here.
+// The registry: each write of protocol v1 described once, as a name and a
+// request type. Everything else about a write follows from its row: its
+// agent route (/v1/NAME) and device API route (.../agents/{agent}/NAME),
+// its request id (the Header every request embeds first), and the caller
+// check of C2, which every write takes. What a write does is kept in a
+// table per side, keyed by its name, and each table is tested against
+// the registry, so a write added here without its part fails the tests of
+// the side that lacks it: the validator (validators, below), the agent's
+// handler (durable), the audit event and its schema (audit).
 
 // Names of the writes: the last part of the device API's route
-// POST /api/v1/agents/{agent}/NAME, and what WriteRequest.Name returns.
+// POST /api/v1/agents/{agent}/NAME and of the agent's route POST /v1/NAME.
 const (
 	AnswerWrite  = "answer"
 	SendWrite    = "send"
@@ -23,57 +29,59 @@ const (
 	StarterWrite = "starter"
 )
 
-// Audit events (A3): the value of an audit line's "event" field.
-const (
-	EventAnswer        = "answer"
-	EventSend          = "send"
-	EventAbort         = "abort"
-	EventAction        = "action"
-	EventStarterStart  = "starter.start"
-	EventDurableReopen = "durable.reopen"
-	EventSpaceRename   = "space.rename"
-	EventPaneClose     = "pane.close"
-	EventPaneRename    = "pane.rename"
-	EventTabRename     = "tab.rename"
-)
+// Header is what every write's request carries first: the request id. The
+// agent carries out a request id once and answers a repeat with the first
+// reply (see WriteReply).
+type Header struct {
+	RequestID string `json:"requestId"`
+}
+
+// Head returns the request's header: every write request has one, by
+// embedding Header (WriteRequest).
+func (h *Header) Head() *Header { return h }
+
+// WriteRequest is the body of one of the registry's writes: a struct that
+// embeds Header. Which write it is for is its registry row's (Write.New
+// makes it); nothing in the request says so.
+type WriteRequest interface {
+	Head() *Header
+}
 
 // Write is one row of the registry.
 type Write struct {
 	// Name is the write's name (see AnswerWrite).
 	Name string
-	// Path is the agent's route: POST Path.
+	// Path is the agent's route: POST Path, which is /v1/Name.
 	Path string
 	// New returns an empty request of the write's type, to decode into.
 	New func() WriteRequest
-	// Events are the audit events (A3) the write is recorded as: one, or
-	// for a rename the one its target names.
-	Events []string
-	// CallerCheck: with the caller check on, the agent refuses the write
-	// from itself and from its descendants, with 403 caller-refused (C2).
-	CallerCheck bool
+}
+
+// row is the registry's row of the write called name, whose request is a
+// T.
+func row[T any, P interface {
+	*T
+	WriteRequest
+}](name string) Write {
+	return Write{Name: name, Path: "/v1/" + name, New: func() WriteRequest { return P(new(T)) }}
 }
 
 // writes is the registry, in the order of C2.
 var writes = [...]Write{
-	{AnswerWrite, AnswerPath, func() WriteRequest { return new(AnswerRequest) }, []string{EventAnswer}, true},
-	{SendWrite, SendPath, func() WriteRequest { return new(SendRequest) }, []string{EventSend}, true},
-	{AbortWrite, AbortPath, func() WriteRequest { return new(AbortRequest) }, []string{EventAbort}, true},
-	{ActionWrite, ActionPath, func() WriteRequest { return new(ActionRequest) }, []string{EventAction}, true},
-	{RenameWrite, RenamePath, func() WriteRequest { return new(RenameRequest) }, []string{EventSpaceRename, EventTabRename, EventPaneRename}, true},
-	{CloseWrite, ClosePath, func() WriteRequest { return new(CloseRequest) }, []string{EventPaneClose}, true},
-	{ReopenWrite, ReopenPath, func() WriteRequest { return new(ReopenRequest) }, []string{EventDurableReopen}, true},
-	{StarterWrite, StarterPath, func() WriteRequest { return new(StarterRequest) }, []string{EventStarterStart}, true},
+	row[AnswerRequest](AnswerWrite),
+	row[SendRequest](SendWrite),
+	row[AbortRequest](AbortWrite),
+	row[ActionRequest](ActionWrite),
+	row[RenameRequest](RenameWrite),
+	row[CloseRequest](CloseWrite),
+	row[ReopenRequest](ReopenWrite),
+	row[StarterRequest](StarterWrite),
 }
 
 // Writes returns the registry: every write of the protocol, in the order
 // of C2. The slice is a copy.
 func Writes() []Write {
-	out := make([]Write, len(writes))
-	for i, w := range writes {
-		w.Events = append([]string(nil), w.Events...)
-		out[i] = w
-	}
-	return out
+	return append([]Write(nil), writes[:]...)
 }
 
 // ErrUnknownWrite reports a write name, route or request type that is not
@@ -82,7 +90,7 @@ var ErrUnknownWrite = errors.New("not a write of protocol v1")
 
 // WriteNamed returns the write called name.
 func WriteNamed(name string) (Write, error) {
-	for _, w := range Writes() {
+	for _, w := range writes {
 		if w.Name == name {
 			return w, nil
 		}
@@ -92,7 +100,7 @@ func WriteNamed(name string) (Write, error) {
 
 // WriteAt returns the write served at the agent's route path.
 func WriteAt(path string) (Write, error) {
-	for _, w := range Writes() {
+	for _, w := range writes {
 		if w.Path == path {
 			return w, nil
 		}
@@ -100,60 +108,57 @@ func WriteAt(path string) (Write, error) {
 	return Write{}, fmt.Errorf("%w: there is no write route %q", ErrUnknownWrite, clip(path))
 }
 
-// WriteRequest is the body of one of the registry's writes.
-type WriteRequest interface {
-	Request
-	// Name is the name of the write the request is for.
-	Name() string
-	// ID is the request id: the agent carries out a request id once
-	// (the JSON field requestId; a method cannot share the field's name).
-	ID() string
+// Check says, in a sentence for the user, what is wrong with req, a
+// request of the write w, on its own, before the agent looks at its
+// state: its request id first, then its write's validator. A request of
+// another type than w's is an error (ErrUnknownWrite), never checked as
+// another write.
+func (w Write) Check(req WriteRequest) error {
+	if err := checkID("requestId", req.Head().RequestID); err != nil {
+		return err
+	}
+	v, ok := validators[w.Name]
+	if !ok {
+		return fmt.Errorf("%w: the write %q has no validator", ErrUnknownWrite, clip(w.Name))
+	}
+	return v(req)
 }
 
-// Name implements WriteRequest.
-func (*AnswerRequest) Name() string { return AnswerWrite }
+// Decode reads a request body of w of at most WriteCap bytes (length is
+// its Content-Length, or -1), decodes req, w.New(), from it with the
+// closed schema, and checks it (Check).
+func (w Write) Decode(r io.Reader, length int64, req WriteRequest) error {
+	if err := ReadRequest(r, length, WriteCap, req); err != nil {
+		return err
+	}
+	return w.Check(req)
+}
 
-// Name implements WriteRequest.
-func (*SendRequest) Name() string { return SendWrite }
+// validators check each write's own fields, by the write's name; Check
+// checks the request id before. A write of the registry without one
+// fails TestRegistryTables.
+var validators = map[string]func(WriteRequest) error{
+	AnswerWrite:  validator(validateAnswer),
+	SendWrite:    validator(validateSend),
+	AbortWrite:   validator(validateAbort),
+	ActionWrite:  validator(validateAction),
+	RenameWrite:  validator(validateRename),
+	CloseWrite:   validator(validateClose),
+	ReopenWrite:  validator(validateReopen),
+	StarterWrite: validator(validateStarter),
+}
 
-// Name implements WriteRequest.
-func (*AbortRequest) Name() string { return AbortWrite }
-
-// Name implements WriteRequest.
-func (*ActionRequest) Name() string { return ActionWrite }
-
-// Name implements WriteRequest.
-func (*RenameRequest) Name() string { return RenameWrite }
-
-// Name implements WriteRequest.
-func (*CloseRequest) Name() string { return CloseWrite }
-
-// Name implements WriteRequest.
-func (*ReopenRequest) Name() string { return ReopenWrite }
-
-// Name implements WriteRequest.
-func (*StarterRequest) Name() string { return StarterWrite }
-
-// ID implements WriteRequest.
-func (a *AnswerRequest) ID() string { return a.RequestID }
-
-// ID implements WriteRequest.
-func (s *SendRequest) ID() string { return s.RequestID }
-
-// ID implements WriteRequest.
-func (a *AbortRequest) ID() string { return a.RequestID }
-
-// ID implements WriteRequest.
-func (a *ActionRequest) ID() string { return a.RequestID }
-
-// ID implements WriteRequest.
-func (r *RenameRequest) ID() string { return r.RequestID }
-
-// ID implements WriteRequest.
-func (c *CloseRequest) ID() string { return c.RequestID }
-
-// ID implements WriteRequest.
-func (r *ReopenRequest) ID() string { return r.RequestID }
-
-// ID implements WriteRequest.
-func (s *StarterRequest) ID() string { return s.RequestID }
+// validator is f as a validator of the table: a request of another type
+// than f takes is refused.
+func validator[T any, P interface {
+	*T
+	WriteRequest
+}](f func(P) error) func(WriteRequest) error {
+	return func(req WriteRequest) error {
+		r, ok := req.(P)
+		if !ok {
+			return fmt.Errorf("%w: a %T is not a %T", ErrUnknownWrite, req, r)
+		}
+		return f(r)
+	}
+}

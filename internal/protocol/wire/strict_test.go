@@ -169,18 +169,18 @@ func TestParseSnapshotInvalidUTF8(t *testing.T) {
 	}
 }
 
-// fullRequests has one request of every kind DecodeRequest takes, with
-// every field set.
-func fullRequests() map[string]Request {
-	return map[string]Request{
-		"answer":  &AnswerRequest{RequestID: "r", Conversation: "c", Question: "q", Revision: 1, OptionIDs: []string{"yes"}, Text: "t", Values: map[string]string{"field-1": "v"}, Always: true, Reason: "why"},
-		"send":    &SendRequest{RequestID: "r", Conversation: "c", Text: "hi", Steer: true},
-		"abort":   &AbortRequest{RequestID: "r", Conversation: "c", Question: "q"},
-		"action":  &ActionRequest{RequestID: "r", Action: "a", Conversation: "c"},
-		"rename":  &RenameRequest{RequestID: "r", Space: "s", Tab: "t", Conversation: "c", Title: "T"},
-		"close":   &CloseRequest{RequestID: "r", Conversation: "c"},
-		"reopen":  &ReopenRequest{RequestID: "r", Conversation: "c"},
-		"starter": &StarterRequest{RequestID: "r", Starter: "s"},
+// fullRequests has one request of every write of the registry, an ask
+// and a revoke, with every field set.
+func fullRequests() map[string]any {
+	return map[string]any{
+		"answer":  &AnswerRequest{Header: Header{RequestID: "r"}, Conversation: "c", Question: "q", Revision: 1, OptionIDs: []string{"yes"}, Text: "t", Values: map[string]string{"field-1": "v"}, Always: true, Reason: "why"},
+		"send":    &SendRequest{Header: Header{RequestID: "r"}, Conversation: "c", Text: "hi", Steer: true},
+		"abort":   &AbortRequest{Header: Header{RequestID: "r"}, Conversation: "c", Question: "q"},
+		"action":  &ActionRequest{Header: Header{RequestID: "r"}, Action: "a", Conversation: "c"},
+		"rename":  &RenameRequest{Header: Header{RequestID: "r"}, Space: "s", Tab: "t", Conversation: "c", Title: "T"},
+		"close":   &CloseRequest{Header: Header{RequestID: "r"}, Conversation: "c"},
+		"reopen":  &ReopenRequest{Header: Header{RequestID: "r"}, Conversation: "c"},
+		"starter": &StarterRequest{Header: Header{RequestID: "r"}, Starter: "s"},
 		"ask": &AskRequest{RequestID: "r", Kind: AskChoice, Title: "T", Rationale: "R", Options: []Option{{ID: "a", Label: "A"}}, Fields: []Field{{ID: "f", Label: "F"}},
 			ToolCall: "k", Tool: &ToolRef{Name: "Bash", Command: "ls"}, TimeoutSeconds: 1, WaitSeconds: 1},
 		"revoke": &RevokeRequest{Grant: "g", All: true},
@@ -199,7 +199,7 @@ func TestDecodeRequestExactCase(t *testing.T) {
 		wrongCase, twice := variants(t, string(b))
 		for name, js := range wrongCase {
 			t.Run(kind+"/wrong_case/"+name, func(t *testing.T) {
-				err := DecodeRequest(strings.NewReader(js), -1, newLike(req))
+				err := decodeKind(kind, js)
 				if err == nil || !strings.Contains(err.Error(), "unknown field") {
 					t.Fatalf("err = %v, want unknown field", err)
 				}
@@ -207,7 +207,7 @@ func TestDecodeRequestExactCase(t *testing.T) {
 		}
 		for name, js := range twice {
 			t.Run(kind+"/twice/"+name, func(t *testing.T) {
-				err := DecodeRequest(strings.NewReader(js), -1, newLike(req))
+				err := decodeKind(kind, js)
 				if err == nil || !strings.Contains(err.Error(), "appears twice") {
 					t.Fatalf("err = %v, want appears twice", err)
 				}
@@ -216,30 +216,21 @@ func TestDecodeRequestExactCase(t *testing.T) {
 	}
 }
 
-func newLike(r Request) Request {
-	switch r.(type) {
-	case *AnswerRequest:
-		return new(AnswerRequest)
-	case *SendRequest:
-		return new(SendRequest)
-	case *AbortRequest:
-		return new(AbortRequest)
-	case *ActionRequest:
-		return new(ActionRequest)
-	case *RenameRequest:
-		return new(RenameRequest)
-	case *CloseRequest:
-		return new(CloseRequest)
-	case *ReopenRequest:
-		return new(ReopenRequest)
-	case *StarterRequest:
-		return new(StarterRequest)
-	case *AskRequest:
-		return new(AskRequest)
-	case *RevokeRequest:
-		return new(RevokeRequest)
+// decodeKind decodes js as a request of kind (a key of fullRequests), as
+// the agent and the device API do: a write by its registry row, an ask
+// or a revoke with DecodeRequest.
+func decodeKind(kind, js string) error {
+	switch kind {
+	case "ask":
+		return DecodeRequest(strings.NewReader(js), -1, new(AskRequest))
+	case "revoke":
+		return DecodeRequest(strings.NewReader(js), -1, new(RevokeRequest))
 	}
-	panic("unknown request type")
+	w, err := WriteNamed(kind)
+	if err != nil {
+		return err
+	}
+	return w.Decode(strings.NewReader(js), -1, w.New())
 }
 
 var stringValue = regexp.MustCompile(`:"([a-zA-Z ]+)"`)
@@ -260,7 +251,7 @@ func TestDecodeRequestInvalidUTF8(t *testing.T) {
 				field := memberName.FindAllStringSubmatch(js[:m[2]], -1)
 				name := field[len(field)-1][1]
 				t.Run(kind+"/"+name+"/"+strings.Trim(jsonQuote(bad), `"`), func(t *testing.T) {
-					err := DecodeRequest(strings.NewReader(body), -1, newLike(req))
+					err := decodeKind(kind, body)
 					if err == nil || !strings.Contains(err.Error(), "is not valid UTF-8") || !strings.Contains(err.Error(), name) {
 						t.Fatalf("err = %v, want refused as not valid UTF-8, naming %q", err, name)
 					}
@@ -275,16 +266,23 @@ func jsonQuote(s string) string {
 	return string(b)
 }
 
-// TestDecodeRequestEmbedded: the device API's answer embeds AnswerRequest;
-// its promoted fields decode, exact-case, and its own field too.
+// TestDecodeRequestEmbedded: the device API's answer embeds AnswerRequest
+// (which embeds Header); its promoted fields decode, exact-case, and its
+// own field too, and the answer it embeds is checked as one.
 func TestDecodeRequestEmbedded(t *testing.T) {
 	type deviceAnswer struct {
 		AnswerRequest
 		Confirm string `json:"confirm,omitempty"`
 	}
+	decode := func(body string, d *deviceAnswer) error {
+		if err := ReadRequest(strings.NewReader(body), -1, WriteCap, d); err != nil {
+			return err
+		}
+		return writes[0].Check(&d.AnswerRequest)
+	}
 	var d deviceAnswer
 	body := `{"requestId":"r","conversation":"c","question":"q","revision":2,"optionIds":["yes"],"always":true,"confirm":"tok"}`
-	if err := DecodeRequest(strings.NewReader(body), -1, &d); err != nil {
+	if err := decode(body, &d); err != nil {
 		t.Fatal(err)
 	}
 	if d.RequestID != "r" || d.Revision != 2 || !d.Always || d.Confirm != "tok" {
@@ -294,9 +292,11 @@ func TestDecodeRequestEmbedded(t *testing.T) {
 		`{"requestId":"r","conversation":"c","question":"q","revision":2,"optionIds":["yes"],"Confirm":"tok"}`,
 		`{"requestId":"r","conversation":"c","question":"q","revision":2,"optionIds":["yes"],"Always":true}`,
 		`{"requestId":"r","conversation":"c","question":"q","revision":2,"optionIds":["no"],"optionIds":["yes"]}`,
+		`{"requestId":"r","conversation":"c","question":"q","revision":2,"optionIds":["no"],"always":true}`,
+		`{"requestId":"r","conversation":"c","question":"q","revision":2,"optionIds":["yes"],"Header":{"requestId":"s"}}`,
 	} {
-		if err := DecodeRequest(strings.NewReader(bad), -1, new(deviceAnswer)); err == nil {
-			t.Errorf("DecodeRequest(%s) accepted it", bad)
+		if err := decode(bad, new(deviceAnswer)); err == nil {
+			t.Errorf("decode(%s) accepted it", bad)
 		}
 	}
 }

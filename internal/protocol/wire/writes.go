@@ -13,8 +13,8 @@ import (
 // Paths of the write routes. Each is a POST with a JSON body of at most
 // WriteCap bytes that names a request id; the agent carries out a request
 // id once and answers a repeat with the first reply (see WriteReply).
-// The registry (Writes) describes each write once: these routes, their
-// request types, their audit events, and the caller check of C2.
+// The registry (Writes) describes each write once: these routes are its
+// rows' (TestRegistry holds them to it).
 const (
 	AnswerPath  = "/v1/answer"
 	SendPath    = "/v1/send"
@@ -70,7 +70,7 @@ const (
 // revision the device showed: an answer to an older revision is refused
 // with stale-revision, so a human never approves wording they did not see.
 type AnswerRequest struct {
-	RequestID    string `json:"requestId"`
+	Header
 	Conversation string `json:"conversation"`
 	Question     string `json:"question"`
 	Revision     int64  `json:"revision"`
@@ -93,7 +93,7 @@ type AnswerRequest struct {
 // the agent to take the text into the turn it is running rather than
 // after it.
 type SendRequest struct {
-	RequestID    string `json:"requestId"`
+	Header
 	Conversation string `json:"conversation"`
 	Text         string `json:"text"`
 	Steer        bool   `json:"steer,omitempty"`
@@ -102,7 +102,7 @@ type SendRequest struct {
 // AbortRequest stops the turn running in a conversation (POST /v1/abort)
 // or, with Question, withdraws that open question.
 type AbortRequest struct {
-	RequestID    string `json:"requestId"`
+	Header
 	Conversation string `json:"conversation"`
 	Question     string `json:"question,omitempty"`
 }
@@ -110,7 +110,7 @@ type AbortRequest struct {
 // ActionRequest taps a belt button (POST /v1/action). Conversation, when
 // given, is where the tap happened.
 type ActionRequest struct {
-	RequestID    string `json:"requestId"`
+	Header
 	Action       string `json:"action"`
 	Conversation string `json:"conversation,omitempty"`
 }
@@ -118,7 +118,7 @@ type ActionRequest struct {
 // RenameRequest renames exactly one of a space, a tab or a conversation
 // (POST /v1/rename). Title is 1 to 256 bytes.
 type RenameRequest struct {
-	RequestID    string `json:"requestId"`
+	Header
 	Space        string `json:"space,omitempty"`
 	Tab          string `json:"tab,omitempty"`
 	Conversation string `json:"conversation,omitempty"`
@@ -128,21 +128,21 @@ type RenameRequest struct {
 // CloseRequest closes a conversation (POST /v1/close); ReopenRequest opens
 // a closed one again (POST /v1/reopen).
 type CloseRequest struct {
-	RequestID    string `json:"requestId"`
+	Header
 	Conversation string `json:"conversation"`
 }
 
 // ReopenRequest: see CloseRequest.
 type ReopenRequest struct {
-	RequestID    string `json:"requestId"`
+	Header
 	Conversation string `json:"conversation"`
 }
 
 // StarterRequest taps a starter (POST /v1/starter), which begins a new
 // conversation; the reply names it.
 type StarterRequest struct {
-	RequestID string `json:"requestId"`
-	Starter   string `json:"starter"`
+	Header
+	Starter string `json:"starter"`
 }
 
 // WriteReply is the body of a write's 200 reply.
@@ -273,24 +273,36 @@ type RevokeReply struct {
 	Revoked int `json:"revoked"`
 }
 
-// Request is a decoded write, ask or revoke body.
+// Request is a decoded ask, revoke or local program's body: each checks
+// itself. A write's body is a WriteRequest, checked by its registry row
+// (Write.Check).
 type Request interface {
 	// Validate says, in a sentence for the user, what is wrong with the
 	// request on its own, before the agent looks at its state.
 	Validate() error
 }
 
-// ErrBodyTooLarge reports a request body over WriteCap.
+// ErrBodyTooLarge reports a request body over its cap (WriteCap, AskCap).
 var ErrBodyTooLarge = errors.New("the request body is over its size cap")
 
-// DecodeRequest reads a request body of at most WriteCap bytes (length is
-// its Content-Length, or -1), decodes it into v with the closed schema and
-// validates it.
+// DecodeRequest reads a request body of at most WriteCap bytes (AskCap
+// for an ask; length is its Content-Length, or -1), decodes it into v with
+// the closed schema and validates it.
 func DecodeRequest(r io.Reader, length int64, v Request) error {
 	limit := WriteCap
 	if _, ok := v.(*AskRequest); ok {
 		limit = AskCap // a question may carry a tool's whole input
 	}
+	if err := ReadRequest(r, length, limit, v); err != nil {
+		return err
+	}
+	return v.Validate()
+}
+
+// ReadRequest reads a request body of at most limit bytes (length is its
+// Content-Length, or -1) and decodes it into v with the closed schema,
+// without checking what it says: a body over limit is ErrBodyTooLarge.
+func ReadRequest(r io.Reader, length int64, limit int, v any) error {
 	data, err := ReadCapped(r, length, limit)
 	if errors.Is(err, ErrTooLarge) {
 		return fmt.Errorf("%w: the cap is %d bytes; send less", ErrBodyTooLarge, limit)
@@ -301,7 +313,7 @@ func DecodeRequest(r io.Reader, length int64, v Request) error {
 	if err := unmarshalClosed(data, v); err != nil {
 		return fmt.Errorf("the request body is not valid: %w", err)
 	}
-	return v.Validate()
+	return nil
 }
 
 // DecodeReply decodes a reply to a write, an ask or a grants read.
@@ -352,11 +364,8 @@ func checkLine(what, s string, limit int) error {
 	return nil
 }
 
-// Validate implements Request.
-func (a *AnswerRequest) Validate() error {
-	if err := checkID("requestId", a.RequestID); err != nil {
-		return err
-	}
+// validateAnswer checks the fields of an answer after its request id (validators).
+func validateAnswer(a *AnswerRequest) error {
 	if err := checkID("conversation", a.Conversation); err != nil {
 		return err
 	}
@@ -407,44 +416,32 @@ func (a *AnswerRequest) Validate() error {
 	return nil
 }
 
-// Validate implements Request.
-func (s *SendRequest) Validate() error {
-	if err := checkID("requestId", s.RequestID); err != nil {
-		return err
-	}
+// validateSend checks the fields of a send after its request id (validators).
+func validateSend(s *SendRequest) error {
 	if err := checkID("conversation", s.Conversation); err != nil {
 		return err
 	}
 	return checkText("the text", s.Text)
 }
 
-// Validate implements Request.
-func (a *AbortRequest) Validate() error {
-	if err := checkID("requestId", a.RequestID); err != nil {
-		return err
-	}
+// validateAbort checks the fields of an abort after its request id (validators).
+func validateAbort(a *AbortRequest) error {
 	if err := checkID("conversation", a.Conversation); err != nil {
 		return err
 	}
 	return checkOptionalID("question", a.Question)
 }
 
-// Validate implements Request.
-func (a *ActionRequest) Validate() error {
-	if err := checkID("requestId", a.RequestID); err != nil {
-		return err
-	}
+// validateAction checks the fields of a belt-button tap after its request id (validators).
+func validateAction(a *ActionRequest) error {
 	if err := checkID("action", a.Action); err != nil {
 		return err
 	}
 	return checkOptionalID("conversation", a.Conversation)
 }
 
-// Validate implements Request.
-func (r *RenameRequest) Validate() error {
-	if err := checkID("requestId", r.RequestID); err != nil {
-		return err
-	}
+// validateRename checks the fields of a rename after its request id (validators).
+func validateRename(r *RenameRequest) error {
 	n := 0
 	for _, f := range []struct{ what, id string }{{"space", r.Space}, {"tab", r.Tab}, {"conversation", r.Conversation}} {
 		if f.id != "" {
@@ -460,27 +457,18 @@ func (r *RenameRequest) Validate() error {
 	return checkLine("title", r.Title, sanitize.TitleBytes)
 }
 
-// Validate implements Request.
-func (c *CloseRequest) Validate() error {
-	if err := checkID("requestId", c.RequestID); err != nil {
-		return err
-	}
+// validateClose checks the fields of a close after its request id (validators).
+func validateClose(c *CloseRequest) error {
 	return checkID("conversation", c.Conversation)
 }
 
-// Validate implements Request.
-func (c *ReopenRequest) Validate() error {
-	if err := checkID("requestId", c.RequestID); err != nil {
-		return err
-	}
+// validateReopen checks the fields of a reopen after its request id (validators).
+func validateReopen(c *ReopenRequest) error {
 	return checkID("conversation", c.Conversation)
 }
 
-// Validate implements Request.
-func (s *StarterRequest) Validate() error {
-	if err := checkID("requestId", s.RequestID); err != nil {
-		return err
-	}
+// validateStarter checks the fields of a starter tap after its request id (validators).
+func validateStarter(s *StarterRequest) error {
 	return checkID("starter", s.Starter)
 }
 

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -10,7 +11,7 @@ func TestDecodeRequest(t *testing.T) {
 	tests := []struct {
 		name string
 		body string
-		req  Request
+		req  any    // a write's request or a Request
 		want string // "" for valid
 	}{
 		{"answer_yes", `{"requestId":"r1","conversation":"c","question":"q","revision":1,"optionIds":["yes"]}`, new(AnswerRequest), ""},
@@ -49,7 +50,7 @@ func TestDecodeRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := DecodeRequest(strings.NewReader(tt.body), int64(len(tt.body)), tt.req)
+			err := decodeAny(tt.body, tt.req)
 			if tt.want == "" {
 				if err != nil {
 					t.Fatalf("a valid request was refused: %v", err)
@@ -63,14 +64,28 @@ func TestDecodeRequest(t *testing.T) {
 	}
 }
 
+// decodeAny decodes body into req: a write's request by the registry row
+// whose request type it is, any other with DecodeRequest.
+func decodeAny(body string, req any) error {
+	if r, ok := req.(Request); ok {
+		return DecodeRequest(strings.NewReader(body), int64(len(body)), r)
+	}
+	for _, w := range writes {
+		if fmt.Sprintf("%T", w.New()) == fmt.Sprintf("%T", req) {
+			return w.Decode(strings.NewReader(body), int64(len(body)), req.(WriteRequest))
+		}
+	}
+	return fmt.Errorf("no write takes a %T", req)
+}
+
 func TestDecodeRequestCap(t *testing.T) {
 	body := `{"requestId":"r","conversation":"c","text":"` + strings.Repeat("a", WriteCap) + `"}`
-	err := DecodeRequest(strings.NewReader(body), -1, new(SendRequest))
+	err := writes[1].Decode(strings.NewReader(body), -1, new(SendRequest))
 	if !errors.Is(err, ErrBodyTooLarge) {
 		t.Fatalf("a body over 64 KiB: %v", err)
 	}
 	r := &countingReader{}
-	if err := DecodeRequest(r, WriteCap+1, new(SendRequest)); !errors.Is(err, ErrBodyTooLarge) || r.n != 0 {
+	if err := writes[1].Decode(r, WriteCap+1, new(SendRequest)); !errors.Is(err, ErrBodyTooLarge) || r.n != 0 {
 		t.Fatalf("a Content-Length over the cap: err %v, read %d bytes; want refused before reading", err, r.n)
 	}
 }

@@ -190,7 +190,7 @@ func (a *userAgent) question(t *testing.T, within time.Duration) (wire.Question,
 // answer answers q with opt and reason, as a paired device's tap does.
 func (a *userAgent) answer(t *testing.T, q wire.Question, conv, opt, reason string) {
 	t.Helper()
-	b, _ := json.Marshal(wire.AnswerRequest{RequestID: "ans-" + q.ID, Conversation: conv, Question: q.ID,
+	b, _ := json.Marshal(wire.AnswerRequest{Header: wire.Header{RequestID: "ans-" + q.ID}, Conversation: conv, Question: q.ID,
 		Revision: q.Revision, OptionIDs: []string{opt}, Reason: reason})
 	req, _ := http.NewRequest("POST", "http://agent"+wire.AnswerPath, bytes.NewReader(b))
 	req.Header.Set(wire.VersionHeader, "1")

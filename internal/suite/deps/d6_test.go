@@ -14,13 +14,14 @@ import (
 // D6 in the code itself: on the bridge's side, the one way to an agent's
 // write routes is the device API's handler. The registry of writes (whose
 // rows name the agent's routes) is read only by the device API's route
-// table and by the audit log (which takes a row's request type, never its
-// route); Backend.Forward is called only by the device API; and a write
+// table, by the audit log (which takes a row's request type, never its
+// route) and by the upstream client (which checks a request by the row of
+// the route it was given to send it to); Backend.Forward is called only by the device API; and a write
 // goes out through an upstream client only in Bridge.Forward.
 var d6Allowed = map[string][]string{
 	"wire.Writes":     {"internal/bridge/device/api.go"},
 	"wire.WriteNamed": {"internal/bridge/device/api.go", "internal/bridge/audit/event.go"},
-	"wire.WriteAt":    nil,
+	"wire.WriteAt":    {"internal/bridge/upstream/write.go"},
 	"wire.AnswerPath": nil,
 	".Forward()":      {"internal/bridge/device/api.go"}, // the device handler's one call
 	".Write(3 args)":  {"internal/bridge/devices.go"},    // Bridge.Forward's one call

@@ -144,11 +144,11 @@ func TestAnswer(t *testing.T) {
 		durabletest.Want(t, status, body, 200, "")
 	})
 	t.Run("unknown_question", func(t *testing.T) {
-		status, body := r.Post(t, wire.AnswerPath, wire.AnswerRequest{RequestID: "u1", Conversation: "main", Question: "q999", Revision: 1, OptionIDs: []string{"yes"}})
+		status, body := r.Post(t, wire.AnswerPath, wire.AnswerRequest{Header: wire.Header{RequestID: "u1"}, Conversation: "main", Question: "q999", Revision: 1, OptionIDs: []string{"yes"}})
 		durabletest.Want(t, status, body, http.StatusNotFound, wire.CodeUnknownQuestion)
 	})
 	t.Run("unknown_conversation", func(t *testing.T) {
-		status, body := r.Post(t, wire.AnswerPath, wire.AnswerRequest{RequestID: "u2", Conversation: "nope", Question: "q1", Revision: 1, OptionIDs: []string{"yes"}})
+		status, body := r.Post(t, wire.AnswerPath, wire.AnswerRequest{Header: wire.Header{RequestID: "u2"}, Conversation: "nope", Question: "q1", Revision: 1, OptionIDs: []string{"yes"}})
 		durabletest.Want(t, status, body, http.StatusNotFound, wire.CodeUnknownTarget)
 	})
 	t.Run("D1_choice", func(t *testing.T) {
@@ -165,13 +165,13 @@ func TestAnswer(t *testing.T) {
 	t.Run("D1_line", func(t *testing.T) {
 		ch := r.AsyncAsk(t, wire.AskRequest{RequestID: "l1", Kind: wire.AskLine, Title: "Branch name?"})
 		q := r.WaitQuestion(t, "Branch name?")
-		a := wire.AnswerRequest{RequestID: "l-long", Conversation: "main", Question: q.Question, Revision: 1, Text: strings.Repeat("x", 32769)}
+		a := wire.AnswerRequest{Header: wire.Header{RequestID: "l-long"}, Conversation: "main", Question: q.Question, Revision: 1, Text: strings.Repeat("x", 32769)}
 		status, body := r.Post(t, wire.AnswerPath, a)
 		durabletest.Want(t, status, body, http.StatusBadRequest, wire.CodeBadRequest)
 		if !strings.Contains(body, "the limit is 32768") {
 			t.Fatalf("X4: %s", body)
 		}
-		a = wire.AnswerRequest{RequestID: "l-ok", Conversation: "main", Question: q.Question, Revision: 1, Text: "fix/login"}
+		a = wire.AnswerRequest{Header: wire.Header{RequestID: "l-ok"}, Conversation: "main", Question: q.Question, Revision: 1, Text: "fix/login"}
 		status, body = r.Post(t, wire.AnswerPath, a)
 		durabletest.Want(t, status, body, 200, "")
 		if rep := <-ch; rep.Text != "fix/login" {
@@ -184,10 +184,10 @@ func TestAnswer(t *testing.T) {
 	t.Run("D1_form", func(t *testing.T) {
 		ch := r.AsyncAsk(t, wire.AskRequest{RequestID: "f1", Kind: wire.AskForm, Title: "Release", Fields: []wire.Field{{ID: "version", Label: "Version"}, {ID: "notes", Label: "Notes"}}})
 		q := r.WaitQuestion(t, "Release")
-		a := wire.AnswerRequest{RequestID: "f-part", Conversation: "main", Question: q.Question, Revision: 1, Values: map[string]string{"version": "1.2"}}
+		a := wire.AnswerRequest{Header: wire.Header{RequestID: "f-part"}, Conversation: "main", Question: q.Question, Revision: 1, Values: map[string]string{"version": "1.2"}}
 		status, body := r.Post(t, wire.AnswerPath, a)
 		durabletest.Want(t, status, body, http.StatusUnprocessableEntity, wire.CodeBadAnswer)
-		a = wire.AnswerRequest{RequestID: "f-ok", Conversation: "main", Question: q.Question, Revision: 1, Values: map[string]string{"version": "1.2", "notes": "fixes"}}
+		a = wire.AnswerRequest{Header: wire.Header{RequestID: "f-ok"}, Conversation: "main", Question: q.Question, Revision: 1, Values: map[string]string{"version": "1.2", "notes": "fixes"}}
 		status, body = r.Post(t, wire.AnswerPath, a)
 		durabletest.Want(t, status, body, 200, "")
 		if rep := <-ch; rep.Values["notes"] != "fixes" {
@@ -199,7 +199,7 @@ func TestAnswer(t *testing.T) {
 func TestConversationWrites(t *testing.T) {
 	r := newRig(t, durable.Transport{Check: &durabletest.AllowAll{}}, Options{})
 	t.Run("send_once_per_request_id", func(t *testing.T) {
-		s := wire.SendRequest{RequestID: "s-1", Conversation: "main", Text: "hello\u202e agent"}
+		s := wire.SendRequest{Header: wire.Header{RequestID: "s-1"}, Conversation: "main", Text: "hello\u202e agent"}
 		for range 3 {
 			status, body := r.Post(t, wire.SendPath, s)
 			durabletest.Want(t, status, body, 200, "")
@@ -220,9 +220,9 @@ func TestConversationWrites(t *testing.T) {
 	})
 	t.Run("rename", func(t *testing.T) {
 		for _, rr := range []wire.RenameRequest{
-			{RequestID: "rn1", Space: "main", Title: "Space 2"},
-			{RequestID: "rn2", Tab: "main", Title: "Tab 2"},
-			{RequestID: "rn3", Conversation: "main", Title: "Conv 2"},
+			{Header: wire.Header{RequestID: "rn1"}, Space: "main", Title: "Space 2"},
+			{Header: wire.Header{RequestID: "rn2"}, Tab: "main", Title: "Tab 2"},
+			{Header: wire.Header{RequestID: "rn3"}, Conversation: "main", Title: "Conv 2"},
 		} {
 			status, body := r.Post(t, wire.RenamePath, rr)
 			durabletest.Want(t, status, body, 200, "")
@@ -231,13 +231,13 @@ func TestConversationWrites(t *testing.T) {
 		if s.Spaces[0].Title != "Space 2" || s.Spaces[0].Tabs[0].Title != "Tab 2" || durabletest.FindConv(s, "main").Title != "Conv 2" {
 			t.Fatalf("renames not shown: %+v", s.Spaces[0])
 		}
-		status, body := r.Post(t, wire.RenamePath, wire.RenameRequest{RequestID: "rn4", Tab: "other", Title: "x"})
+		status, body := r.Post(t, wire.RenamePath, wire.RenameRequest{Header: wire.Header{RequestID: "rn4"}, Tab: "other", Title: "x"})
 		durabletest.Want(t, status, body, http.StatusNotFound, wire.CodeUnknownTarget)
 	})
 	t.Run("close_withdraws_and_reopen", func(t *testing.T) {
 		ch := r.AsyncAsk(t, durabletest.YesNo("cl1", "Before close?"))
 		r.WaitQuestion(t, "Before close?")
-		status, body := r.Post(t, wire.ClosePath, wire.CloseRequest{RequestID: "cl", Conversation: "main"})
+		status, body := r.Post(t, wire.ClosePath, wire.CloseRequest{Header: wire.Header{RequestID: "cl"}, Conversation: "main"})
 		durabletest.Want(t, status, body, 200, "")
 		if rep := <-ch; rep.Status != wire.StatusWithdrawn {
 			t.Fatalf("asker got %+v after close", rep)
@@ -245,9 +245,9 @@ func TestConversationWrites(t *testing.T) {
 		if c := durabletest.FindConv(r.Snapshot(t), "main"); !c.Closed || len(c.Questions) != 0 {
 			t.Fatalf("closed conversation: %+v", c)
 		}
-		status, body = r.Post(t, wire.SendPath, wire.SendRequest{RequestID: "cl-send", Conversation: "main", Text: "x"})
+		status, body = r.Post(t, wire.SendPath, wire.SendRequest{Header: wire.Header{RequestID: "cl-send"}, Conversation: "main", Text: "x"})
 		durabletest.Want(t, status, body, http.StatusConflict, wire.CodeClosed)
-		status, body = r.Post(t, wire.ReopenPath, wire.ReopenRequest{RequestID: "ro", Conversation: "main"})
+		status, body = r.Post(t, wire.ReopenPath, wire.ReopenRequest{Header: wire.Header{RequestID: "ro"}, Conversation: "main"})
 		durabletest.Want(t, status, body, 200, "")
 		if c := durabletest.FindConv(r.Snapshot(t), "main"); c.Closed {
 			t.Fatal("reopen did not reopen")
@@ -256,24 +256,24 @@ func TestConversationWrites(t *testing.T) {
 	t.Run("abort", func(t *testing.T) {
 		ch := r.AsyncAsk(t, durabletest.YesNo("ab1", "Abort me?"))
 		q := r.WaitQuestion(t, "Abort me?")
-		status, body := r.Post(t, wire.AbortPath, wire.AbortRequest{RequestID: "ab", Conversation: "main", Question: q.Question})
+		status, body := r.Post(t, wire.AbortPath, wire.AbortRequest{Header: wire.Header{RequestID: "ab"}, Conversation: "main", Question: q.Question})
 		durabletest.Want(t, status, body, 200, "")
 		if rep := <-ch; rep.Status != wire.StatusWithdrawn {
 			t.Fatalf("asker got %+v after abort", rep)
 		}
-		status, body = r.Post(t, wire.AbortPath, wire.AbortRequest{RequestID: "ab2", Conversation: "main"})
+		status, body = r.Post(t, wire.AbortPath, wire.AbortRequest{Header: wire.Header{RequestID: "ab2"}, Conversation: "main"})
 		durabletest.Want(t, status, body, http.StatusConflict, wire.CodeNothingRunning)
-		status, body = r.Post(t, wire.AbortPath, wire.AbortRequest{RequestID: "ab3", Conversation: "main", Question: q.Question})
+		status, body = r.Post(t, wire.AbortPath, wire.AbortRequest{Header: wire.Header{RequestID: "ab3"}, Conversation: "main", Question: q.Question})
 		durabletest.Want(t, status, body, http.StatusConflict, wire.CodeAlreadyDecided)
 	})
 	t.Run("action_and_starter", func(t *testing.T) {
-		status, body := r.Post(t, wire.ActionPath, wire.ActionRequest{RequestID: "ac1", Action: "deploy"})
+		status, body := r.Post(t, wire.ActionPath, wire.ActionRequest{Header: wire.Header{RequestID: "ac1"}, Action: "deploy"})
 		durabletest.Want(t, status, body, 200, "")
-		status, body = r.Post(t, wire.ActionPath, wire.ActionRequest{RequestID: "ac1", Action: "deploy"})
+		status, body = r.Post(t, wire.ActionPath, wire.ActionRequest{Header: wire.Header{RequestID: "ac1"}, Action: "deploy"})
 		durabletest.Want(t, status, body, 200, "")
-		status, body = r.Post(t, wire.ActionPath, wire.ActionRequest{RequestID: "ac2", Action: "busy"})
+		status, body = r.Post(t, wire.ActionPath, wire.ActionRequest{Header: wire.Header{RequestID: "ac2"}, Action: "busy"})
 		durabletest.Want(t, status, body, http.StatusConflict, wire.CodeBusy)
-		status, body = r.Post(t, wire.ActionPath, wire.ActionRequest{RequestID: "ac3", Action: "rm-rf"})
+		status, body = r.Post(t, wire.ActionPath, wire.ActionRequest{Header: wire.Header{RequestID: "ac3"}, Action: "rm-rf"})
 		durabletest.Want(t, status, body, http.StatusNotFound, wire.CodeUnknownTarget)
 		r.mu.Lock()
 		got := strings.Join(r.actions, ",")
@@ -281,14 +281,14 @@ func TestConversationWrites(t *testing.T) {
 		if got != "deploy@main" {
 			t.Fatalf("actions run: %s (a replayed request id must not run twice)", got)
 		}
-		status, body = r.Post(t, wire.StarterPath, wire.StarterRequest{RequestID: "st1", Starter: "tests"})
+		status, body = r.Post(t, wire.StarterPath, wire.StarterRequest{Header: wire.Header{RequestID: "st1"}, Starter: "tests"})
 		durabletest.Want(t, status, body, 200, "")
 		var rep wire.WriteReply
 		json.Unmarshal([]byte(body), &rep)
 		if c := durabletest.FindConv(r.Snapshot(t), rep.Conversation); c == nil || c.Title != "Run of tests" {
 			t.Fatalf("D2: starter reply %s, conversation not shown", body)
 		}
-		status, body = r.Post(t, wire.StarterPath, wire.StarterRequest{RequestID: "st2", Starter: "nope"})
+		status, body = r.Post(t, wire.StarterPath, wire.StarterRequest{Header: wire.Header{RequestID: "st2"}, Starter: "nope"})
 		durabletest.Want(t, status, body, http.StatusNotFound, wire.CodeUnknownTarget)
 	})
 }
@@ -434,7 +434,7 @@ func TestBoardStaysUnderSnapshotCap(t *testing.T) {
 		}
 		r.board.AppendItem(cv, wire.Item{Kind: wire.KindToolCall, Tool: &wire.ToolCall{Name: "make", Output: big, Summary: big}})
 		if i%2 == 0 {
-			r.Post(t, wire.ClosePath, wire.CloseRequest{RequestID: "close-" + cv, Conversation: cv})
+			r.Post(t, wire.ClosePath, wire.CloseRequest{Header: wire.Header{RequestID: "close-" + cv}, Conversation: cv})
 		}
 	}
 	status, body := r.Do(t, "GET", wire.SnapshotPath, "")

@@ -197,5 +197,5 @@ func YesNo(id, title string) wire.AskRequest {
 
 // Answer answers question q at revision rev with option opt.
 func Answer(q wire.AskReply, rev int64, opt string) wire.AnswerRequest {
-	return wire.AnswerRequest{RequestID: "ans-" + q.Question + "-" + opt, Conversation: q.Conversation, Question: q.Question, Revision: rev, OptionIDs: []string{opt}}
+	return wire.AnswerRequest{Header: wire.Header{RequestID: "ans-" + q.Question + "-" + opt}, Conversation: q.Conversation, Question: q.Question, Revision: rev, OptionIDs: []string{opt}}
 }

@@ -178,14 +178,14 @@ func writes(c *client, out string) error {
 		path string
 		body any
 	}{
-		{wire.AnswerPath, wire.AnswerRequest{RequestID: id("answer"), Conversation: "main", Question: q.ID, Revision: q.Revision, OptionIDs: []string{wire.Yes}}},
-		{wire.SendPath, wire.SendRequest{RequestID: id("send"), Conversation: "main", Text: "sent by pid " + strconv.Itoa(os.Getpid())}},
-		{wire.ActionPath, wire.ActionRequest{RequestID: id("action"), Action: "slow", Conversation: "main"}},
-		{wire.AbortPath, wire.AbortRequest{RequestID: id("abort"), Conversation: "main"}},
-		{wire.RenamePath, wire.RenameRequest{RequestID: id("rename"), Conversation: "main", Title: "Renamed by " + strconv.Itoa(os.Getpid())}},
-		{wire.ClosePath, wire.CloseRequest{RequestID: id("close"), Conversation: "main"}},
-		{wire.ReopenPath, wire.ReopenRequest{RequestID: id("reopen"), Conversation: "main"}},
-		{wire.StarterPath, wire.StarterRequest{RequestID: id("starter"), Starter: "noop"}},
+		{wire.AnswerPath, wire.AnswerRequest{Header: wire.Header{RequestID: id("answer")}, Conversation: "main", Question: q.ID, Revision: q.Revision, OptionIDs: []string{wire.Yes}}},
+		{wire.SendPath, wire.SendRequest{Header: wire.Header{RequestID: id("send")}, Conversation: "main", Text: "sent by pid " + strconv.Itoa(os.Getpid())}},
+		{wire.ActionPath, wire.ActionRequest{Header: wire.Header{RequestID: id("action")}, Action: "slow", Conversation: "main"}},
+		{wire.AbortPath, wire.AbortRequest{Header: wire.Header{RequestID: id("abort")}, Conversation: "main"}},
+		{wire.RenamePath, wire.RenameRequest{Header: wire.Header{RequestID: id("rename")}, Conversation: "main", Title: "Renamed by " + strconv.Itoa(os.Getpid())}},
+		{wire.ClosePath, wire.CloseRequest{Header: wire.Header{RequestID: id("close")}, Conversation: "main"}},
+		{wire.ReopenPath, wire.ReopenRequest{Header: wire.Header{RequestID: id("reopen")}, Conversation: "main"}},
+		{wire.StarterPath, wire.StarterRequest{Header: wire.Header{RequestID: id("starter")}, Starter: "noop"}},
 	}
 	for _, st := range steps {
 		if st.path == wire.AbortPath {
@@ -212,9 +212,9 @@ func tap(c *client, kind, id string) error {
 	path := wire.StarterPath
 	switch kind {
 	case "starter":
-		body = wire.StarterRequest{RequestID: rid, Starter: id}
+		body = wire.StarterRequest{Header: wire.Header{RequestID: rid}, Starter: id}
 	case "action":
-		path, body = wire.ActionPath, wire.ActionRequest{RequestID: rid, Action: id}
+		path, body = wire.ActionPath, wire.ActionRequest{Header: wire.Header{RequestID: rid}, Action: id}
 	default:
 		return fmt.Errorf("tap what? %q", kind)
 	}
@@ -258,7 +258,7 @@ func answer(c *client, spec string) error {
 				if q.Title != a.Title {
 					continue
 				}
-				r := wire.AnswerRequest{RequestID: fmt.Sprintf("answer-%d", time.Now().UnixNano()), Conversation: cv.ID, Question: q.ID, Revision: q.Revision,
+				r := wire.AnswerRequest{Header: wire.Header{RequestID: fmt.Sprintf("answer-%d", time.Now().UnixNano())}, Conversation: cv.ID, Question: q.ID, Revision: q.Revision,
 					Text: a.Text, Values: a.Values, Reason: a.Reason, Always: a.Always}
 				if a.Option != "" {
 					r.OptionIDs = []string{a.Option}
