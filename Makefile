@@ -115,7 +115,7 @@ bench:
 # budget 1.5) and Block on 64 KiB of mixed text against the cleaner before
 # issue 11 (new_MB/s, legacy_MB/s, x_legacy). `make bench` prints them too.
 bench-ratios:
-	$(GO) test -run='^$$' -bench='^(BenchmarkSnapshotVsUnmarshal|BenchmarkMixedVsLegacy|BenchmarkKeptAliveVsBare|BenchmarkGuardVsPoll)$$' -benchtime=3s ./internal/wire ./internal/sanitize ./internal/upstream ./internal/push/guard
+	$(GO) test -run='^$$' -bench='^(BenchmarkSnapshotVsUnmarshal|BenchmarkMixedVsLegacy|BenchmarkMultilingualVsOracle|BenchmarkKeptAliveVsBare|BenchmarkGuardVsPoll)$$' -benchtime=3s ./internal/wire ./internal/sanitize ./internal/upstream ./internal/push/guard
 
 # Man pages: Markdown sources in man/, roff generated and checked in.
 MD2MAN := $(GO) run github.com/cpuguy83/go-md2man/v2@v2.0.7

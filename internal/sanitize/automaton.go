@@ -148,36 +148,44 @@ func (a *automaton) next(s string, i int) (p, n int, f fate) {
 		if j == len(s) && prev == stText {
 			return j, 0, kept
 		}
-		// The usual stop: the character begins at j, or at j-1 when j is
-		// the second byte of one that may be removed. Judged with no
-		// branch on its kind, so that dirt of every kind mixed costs
-		// no more than one.
-		p = j - int(b2u(prev != stText))
-		if usualStop>>prev&1 != 0 {
-			if n = dropLen(s, p, a.keep); n > 0 {
-				return p, n, dropped
-			}
-		}
-		// Anything else is judged by char, from the character that
-		// holds the byte before the stop; everything before j is valid.
-		if prev != stText {
-			p = j - 1
-			for s[p]&0xC0 == 0x80 {
-				p--
-			}
-		}
-		for last := min(j, len(s)-1); p <= last; p += n {
-			if n, f = char(s, p, a.keep); f == invalid {
-				n, _ = dirtAt(s, p)
-				return p, n, f
-			} else if f == dropped {
-				return p, n, f
-			}
+		if p, n, f = a.judge(s, j, prev); f != kept {
+			return p, n, f
 		}
 		i = p
 	}
 }
 
+// judge judges the stop at s[j], prev the state before it: it returns
+// the character there that X2 changes, its length and fate, or, when
+// the stop was not dirt, the boundary after it with fate kept.
+func (a *automaton) judge(s string, j int, prev uint64) (p, n int, f fate) {
+	// The usual stop: the character begins at j, or at j-1 when j is the
+	// second byte of one that may be removed. Judged with no branch on
+	// its kind, so that dirt of every kind mixed costs no more than one.
+	p = j - int(b2u(prev != stText))
+	if usualStop>>prev&1 != 0 {
+		if n = dropLen(s, p, a.keep); n > 0 {
+			return p, n, dropped
+		}
+	}
+	// Anything else is judged by char, from the character that holds the
+	// byte before the stop: everything before j is valid UTF-8.
+	if prev != stText {
+		p = j - 1
+		for s[p]&0xC0 == 0x80 {
+			p--
+		}
+	}
+	for last := min(j, len(s)-1); p <= last; p += n {
+		if n, f = char(s, p, a.keep); f == invalid {
+			n, _ = dirtAt(s, p)
+			return p, n, f
+		} else if f == dropped {
+			return p, n, f
+		}
+	}
+	return p, 0, kept
+}
 
 // prefix returns the length of the longest prefix of s that X2 steps 0–2
 // leave as it is.
@@ -188,27 +196,18 @@ func (a *automaton) prefix(s string) int {
 
 // dropLen returns the length of the character at s[p] if X2 removes it
 // and 0 if it does not or cannot tell from the 4 bytes at p (near the
-// end of s). It reads the character's bytes as one big-endian number and
-// compares it with the encodings of what X2 removes, with no branch.
+// end of s). It reads the character's bytes as one big-endian number, the
+// key, and compares that with the encodings of what X2 removes, with no
+// branch. Every range holds only whole, valid encodings, so a key that
+// matches is a character X2 removes.
 func dropLen(s string, p int, keep uint32) int {
 	if len(s)-p < 4 {
 		return 0
 	}
 	b := s[p : p+4]
-	n := int(seqLen[b[0]])
+	n := seqLen[b[0]]
 	key := (uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])) >> ((32 - 8*n) & 31)
-	if n == 0 || !dropKey(key, ^keep) {
-		return 0
-	}
-	return n
-}
-
-// dropKey reports whether key, the bytes of one character of valid UTF-8
-// read as a big-endian number, is one X2 removes. drop is the set of C0
-// controls the field removes. Every range holds only whole, valid
-// encodings, so a key that matches is a character X2 removes.
-func dropKey(key, drop uint32) bool {
-	hit := b2u(key < 0x20)&(drop>>(key&31)) | // C0
+	hit := b2u(key < 0x20)&(^keep>>(key&31)) | // C0 the field does not keep
 		b2u(key == 0x7F) | // DEL
 		b2u(key-0xC280 < 0x20) | // C1: C2 80–C2 9F
 		b2u(key == 0xD89C) | // U+061C
@@ -218,7 +217,9 @@ func dropKey(key, drop uint32) bool {
 		b2u(key-0xE281A6 < 4) | // U+2066–U+2069
 		b2u(key == 0xEFBBBF) | // U+FEFF
 		b2u(key&0xFFFFFEC0 == 0xF3A08080) // U+E0000–U+E007F: F3 A0 80–81 80–BF
-	return hit != 0
+	// A continuation byte (n 0) matches no range: its key is 4 bytes
+	// from 80 up, and the only 4-byte range begins with F3.
+	return int(n) & -int(hit)
 }
 
 // b2u is 1 for true and 0 for false; the compiler makes it a SETcc.

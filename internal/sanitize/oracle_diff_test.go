@@ -3,6 +3,7 @@ package sanitize
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzCleanVsOracle: the cleaner gives the same output, byte for byte,
@@ -74,6 +75,54 @@ func TestCleanVsOracleEdges(t *testing.T) {
 		strings.Repeat("\xff", 3000), strings.Repeat("\u200b", 3000) + "abc"} {
 		for _, n := range []int{0, 1, 2, 3, 4, 100, 1000, 2047, 2048, 4095, 4096, 8192} {
 			checkVsOracle(t, s, n)
+		}
+	}
+}
+
+// TestDropLen: dropLen, the automaton's judgement of a usual stop, says
+// "removed" for every code point X2 removes and, among all 4-byte
+// windows, only for whole valid encodings of one of them, with the
+// oracle's length, in single-line and multi-line fields (X2 steps 1, 2).
+func TestDropLen(t *testing.T) {
+	for _, keep := range []uint32{0, layout} {
+		for r := rune(0); r <= utf8.MaxRune; r++ {
+			if r >= 0xD800 && r <= 0xDFFF {
+				continue
+			}
+			s := string(r) + "xyz"
+			n, f := oracleChar(s, 0, keep)
+			want := 0
+			if f == oracleDropped {
+				want = n
+			}
+			if got := dropLen(s, 0, keep); got != want {
+				t.Fatalf("X2: dropLen(U+%04X, keep %#x) = %d, want %d", r, keep, got, want)
+			}
+		}
+		// A key holds only the bytes of its character: bytes past the
+		// length its first byte gives vary only where they count.
+		for b0 := range 256 {
+			for b1 := range 256 {
+				for b2 := range 256 {
+					for _, b3 := range []byte{0x00, 0x7F, 0x80, 0xBF, 0xC0} {
+						s := string([]byte{byte(b0), byte(b1), byte(b2), b3})
+						if n := dropLen(s, 0, keep); n != 0 {
+							if on, of := oracleChar(s, 0, keep); of != oracleDropped || on != n {
+								t.Fatalf("X2: dropLen(%q, keep %#x) = %d; the oracle says %d, %d", s, keep, n, on, of)
+							}
+						}
+						if b0 < 0xF0 {
+							break
+						}
+					}
+					if b0 < 0xE0 {
+						break
+					}
+				}
+				if b0 < 0xC0 {
+					break
+				}
+			}
 		}
 	}
 }
