@@ -122,18 +122,53 @@ func automatonFor(keep uint32) *automaton {
 // byte. Printable ASCII between characters goes 8 bytes at a time.
 func (a *automaton) scan(s string, i int) (int, uint64) {
 	st := uint64(stText)
-	for i < len(s) {
-		if len(s)-i >= 8 && printable8(s[i:]) && st&63 == stText {
+	for len(s)-i >= 8 {
+		if printable8(s[i:]) && st&63 == stText {
 			i += 8
 			continue
 		}
-		for end := min(i+8, len(s)); i < end; i++ {
-			next := a.step[s[i]] >> (st & 63)
-			if next&63 == stStop {
-				return i, st & 63
-			}
-			st = next
+		// Eight steps written out: one bounds check for the eight.
+		b := s[i : i+8]
+		s0 := a.step[b[0]] >> (st & 63)
+		if s0&63 == stStop {
+			return i, st & 63
 		}
+		s1 := a.step[b[1]] >> (s0 & 63)
+		if s1&63 == stStop {
+			return i + 1, s0 & 63
+		}
+		s2 := a.step[b[2]] >> (s1 & 63)
+		if s2&63 == stStop {
+			return i + 2, s1 & 63
+		}
+		s3 := a.step[b[3]] >> (s2 & 63)
+		if s3&63 == stStop {
+			return i + 3, s2 & 63
+		}
+		s4 := a.step[b[4]] >> (s3 & 63)
+		if s4&63 == stStop {
+			return i + 4, s3 & 63
+		}
+		s5 := a.step[b[5]] >> (s4 & 63)
+		if s5&63 == stStop {
+			return i + 5, s4 & 63
+		}
+		s6 := a.step[b[6]] >> (s5 & 63)
+		if s6&63 == stStop {
+			return i + 6, s5 & 63
+		}
+		st = a.step[b[7]] >> (s6 & 63)
+		if st&63 == stStop {
+			return i + 7, s6 & 63
+		}
+		i += 8
+	}
+	for ; i < len(s); i++ {
+		next := a.step[s[i]] >> (st & 63)
+		if next&63 == stStop {
+			return i, st & 63
+		}
+		st = next
 	}
 	return i, st & 63
 }
