@@ -7,8 +7,8 @@ import (
 )
 
 // FuzzCleanVsOracle: the cleaner gives the same output, byte for byte,
-// and the same changed flag as the oracle (the cleaner before it judged
-// bytes by class, kept in oracle_test.go), for Line, Block and Label, on
+// and the same changed flag as the oracle (the cleaner before the byte
+// automaton, kept in oracle_test.go), for Line, Block and Label, on
 // any text and any limit (X2, X3). Seeds live in
 // testdata/fuzz/FuzzCleanVsOracle.
 func FuzzCleanVsOracle(f *testing.F) {

@@ -6,7 +6,7 @@ import (
 	"unsafe"
 )
 
-// The cleaner as it was before it judged bytes by class, kept whole as
+// The cleaner as it was before the byte automaton, kept whole as
 // a test-only oracle: FuzzCleanVsOracle checks that the cleaner gives
 // the same output byte for byte and the same changed flag on any input,
 // and BenchmarkMultilingualVsOracle runs both side by side. Only the
