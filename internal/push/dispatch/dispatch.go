@@ -340,7 +340,7 @@ func (d *Dispatcher) enqueue(m push.Message, dec guard.Decision) {
 	select {
 	case d.central <- j:
 	default:
-		d.o.Log.Warn("a push was dropped: too many pushes waiting to be sent", "kind", kindName(m.Kind))
+		d.o.Log.Warn("a push was dropped: too many pushes waiting to be sent", "kind", m.Kind.String())
 		j.t.done(false)
 	}
 }
@@ -383,7 +383,7 @@ func (d *Dispatcher) run(ctx context.Context) {
 				select {
 				case w.queue <- j:
 				default:
-					d.o.Log.Warn("a push was dropped: the provider is behind", "provider", w.p.Name(), "kind", kindName(j.m.Kind))
+					d.o.Log.Warn("a push was dropped: the provider is behind", "provider", w.p.Name(), "kind", j.m.Kind.String())
 					j.t.done(false)
 				}
 			}
@@ -420,7 +420,7 @@ func (d *Dispatcher) work(ctx context.Context, w *worker) {
 // send tries m on p up to Attempts times; a failure marked permanent (a
 // 4xx, a redirect) gets one try.
 func (d *Dispatcher) send(ctx context.Context, p push.Provider, m push.Message) Result {
-	r := Result{Kind: kindName(m.Kind)}
+	r := Result{Kind: m.Kind.String()}
 	wait := Backoff
 	for {
 		r.Attempts++
@@ -556,7 +556,7 @@ func (d *Dispatcher) Test(ctx context.Context) TestOutcome {
 			}
 			answers[i] = a
 			d.mu.Lock()
-			d.last[w.p.Name()] = Result{At: time.Now(), Kind: kindName(push.KindTest), OK: a.OK, Answer: a.Answer, Attempts: 1, Delivered: delivered[i]}
+			d.last[w.p.Name()] = Result{At: time.Now(), Kind: push.KindTest.String(), OK: a.OK, Answer: a.Answer, Attempts: 1, Delivered: delivered[i]}
 			d.mu.Unlock()
 		})
 	}
@@ -566,14 +566,4 @@ func (d *Dispatcher) Test(ctx context.Context) TestOutcome {
 	}
 	out.Answers = append(answers, out.Answers...)
 	return out
-}
-
-func kindName(k push.Kind) string {
-	switch k {
-	case push.KindSummary:
-		return "summary"
-	case push.KindTest:
-		return "test"
-	}
-	return "question"
 }
