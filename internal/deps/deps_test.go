@@ -22,7 +22,7 @@ var (
 	bridgeSide = []string{"internal/bridge", "internal/device/...", "internal/upstream", "internal/sources",
 		"internal/control", "internal/audit", "internal/view", "internal/doctor", "internal/config"}
 	agentSide  = []string{"internal/durable/...", "internal/callercheck", "internal/runcmd", "internal/runagent"}
-	testHelper = []string{"testing", "internal/testenv", "internal/systemdtest", "internal/tlstest",
+	testHelper = []string{"testing", "internal/testenv", "internal/testbuf", "internal/systemdtest", "internal/tlstest",
 		"internal/durable/durabletest", "internal/hostiletest", "internal/memnet", "internal/push/webpush/pushtest", "internal/e2e/..."}
 	binaries = []string{"cmd/collie", "cmd/collie-agent"}
 )
