@@ -33,7 +33,7 @@ const (
 )
 
 // usualStop is the set of states before a stop that dropLen can judge.
-const usualStop = 1<<stText | 1<<stC2D8 | 1<<stE2EF
+const usualStop uint64 = 1<<stText | 1<<stC2D8 | 1<<stE2EF
 
 var states = [...]uint64{stStop, stText, stCont1, stCont2, stCont3, stE0, stED, stF0, stC2D8, stE2EF}
 
