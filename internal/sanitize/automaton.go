@@ -14,7 +14,7 @@ package sanitize
 // the characters X2 removes (C2 80–9F, D8 9C, E2 80, E2 81, EF BB) or
 // the lead of one it judges whole (F3 for the tags, F4). Some stops are
 // not dirt (D8 8C is the Arabic comma, E2 80 94 a dash): each stop is
-// judged exactly by dropKey, or failing that by char, and the automaton
+// judged exactly by dropLen, or failing that by char, and the automaton
 // starts again after the character.
 
 // The states of the automaton: shift amounts, 6 bits apart. stStop is 0
