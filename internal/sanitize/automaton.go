@@ -267,7 +267,7 @@ func b2u(b bool) uint32 {
 
 // seqLen is the length of the sequence a byte begins if it is valid: 1
 // for ASCII, 0 for a continuation byte, 2 for C0–DF, 3 for E0–EF and 4
-// for F0–FF. dropKey's ranges hold no invalid lead, so C0, C1 and F5–FF
+// for F0–FF. dropLen's ranges hold no invalid lead, so C0, C1 and F5–FF
 // need no entry of their own.
 const seqLen = "" +
 	"\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01" + // 0_
