@@ -115,7 +115,7 @@ bench:
 # budget 1.5) and Block on 64 KiB of mixed text against the cleaner before it was made fast
 # (new_MB/s, legacy_MB/s, x_legacy). `make bench` prints them too.
 bench-ratios:
-	$(GO) test -run='^$$' -bench='^(BenchmarkSnapshotVsUnmarshal|BenchmarkMixedVsLegacy|BenchmarkKeptAliveVsBare|BenchmarkGuardVsPoll|BenchmarkDeltaVsWhole)$$' -benchtime=3s ./internal/protocol/wire ./internal/protocol/sanitize ./internal/bridge/upstream ./internal/bridge/push/guard
+	$(GO) test -run='^$$' -bench='^(BenchmarkSnapshotVsUnmarshal|BenchmarkMixedVsLegacy|BenchmarkMultilingualVsOracle|BenchmarkKeptAliveVsBare|BenchmarkGuardVsPoll|BenchmarkDeltaVsWhole)$$' -benchtime=3s ./internal/protocol/wire ./internal/protocol/sanitize ./internal/bridge/upstream ./internal/bridge/push/guard
 
 # Man pages: Markdown sources in man/, roff generated and checked in.
 MD2MAN := $(GO) run github.com/cpuguy83/go-md2man/v2@v2.0.7

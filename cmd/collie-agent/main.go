@@ -17,7 +17,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 
@@ -69,9 +68,6 @@ func exitCode(err error) int {
 func said(err error) bool {
 	return errors.Is(err, flag.ErrHelp) || ask.Said(err)
 }
-
-// validName is the rule for an agent's instance name: it becomes a file name.
-var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
 // env is what a command works with.
 type env struct {
@@ -201,8 +197,10 @@ func cmdServe(_ context.Context, e *env, args []string) error {
 	if len(rest) > 0 {
 		return unexpected(rest[0])
 	}
-	if !validName.MatchString(*name) {
-		return &cli.UsageError{Err: hint.Errorf("use 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit", "the name %q is not valid", *name)}
+	// The instance name becomes a file name: the rule the bridge's
+	// names follow.
+	if !wire.ValidName(*name) {
+		return &cli.UsageError{Err: hint.Errorf(wire.NameRule, "the name %q is not valid", *name)}
 	}
 	path := configPath(*cfgPath, *name, os.Getenv)
 	if *check {

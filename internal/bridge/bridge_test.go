@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,26 +21,9 @@ import (
 	"github.com/collie-linux/collie/internal/bridge/sources"
 	"github.com/collie-linux/collie/internal/bridge/view"
 	"github.com/collie-linux/collie/internal/protocol/wire"
+	"github.com/collie-linux/collie/internal/testkit/testbuf"
 	"github.com/collie-linux/collie/internal/testkit/tlstest"
 )
-
-// syncBuffer is a log sink safe for the pollers' goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // startAgent serves a real durable agent at path; the func it returns
 // stops it (at once; again at cleanup is harmless).
@@ -67,7 +48,7 @@ func startAgent(t *testing.T, path, title string) (stop func()) {
 
 type harness struct {
 	paths  config.Paths
-	logs   *syncBuffer
+	logs   *testbuf.Buffer
 	client *control.Client
 	notify chan string
 }
@@ -84,7 +65,7 @@ func startWith(t *testing.T, opt func(*Options), srcs ...sources.Source) (*harne
 	dir := t.TempDir()
 	h := &harness{
 		paths:  config.Paths{Config: filepath.Join(dir, "config"), State: filepath.Join(dir, "state"), Runtime: filepath.Join(dir, "run")},
-		logs:   &syncBuffer{},
+		logs:   &testbuf.Buffer{},
 		notify: make(chan string, 100),
 	}
 	os.Mkdir(h.paths.Runtime, 0o700)
@@ -207,7 +188,7 @@ func TestBridgeReloadAndTighten(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(paths.Sources(), 0o644)
-	logs := &syncBuffer{}
+	logs := &testbuf.Buffer{}
 	b := New(Options{Paths: paths, UID: os.Getuid(), Log: slog.New(slog.NewTextHandler(logs, nil)), Interval: 50 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

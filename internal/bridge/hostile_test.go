@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -99,7 +101,7 @@ func TestBridgeHostileAgentX1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range append(checked, mapValues(m)...) {
+	for _, a := range append(checked, slices.Collect(maps.Values(m))...) {
 		assertClean(t, a.Name+" reason", a.Reason)
 		assertClean(t, a.Name+" agent", a.Agent)
 		if a.Reason == "" {
@@ -125,14 +127,6 @@ func TestBridgeHostileAgentX1(t *testing.T) {
 	if !strings.Contains(strings.Join(rec.all(), "\n"), "503 Service Unavailable") {
 		t.Errorf("the log does not say what the agent answered: %q", rec.all())
 	}
-}
-
-func mapValues(m map[string]view.AgentStatus) []view.AgentStatus {
-	var out []view.AgentStatus
-	for _, a := range m {
-		out = append(out, a)
-	}
-	return out
 }
 
 func walkStrings(v any, f func(string)) {

@@ -2,7 +2,8 @@
 // machine cannot run it (testenv), a real systemd user manager
 // (systemdtest), certificates made by the test (tlstest), caddy
 // (caddytest), an in-memory listener for synctest (memnet), a hostile agent
-// (hostiletest), a scripted model API for the real coding-agent clients
+// (hostiletest), a buffer read while others write to it (testbuf), a
+// scripted model API for the real coding-agent clients
 // (fakemodel) and the test run's summary (testsummary). No binary links
 // them.
 package testkit

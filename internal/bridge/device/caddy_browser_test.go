@@ -21,6 +21,7 @@ import (
 
 	"github.com/collie-linux/collie/internal/protocol/wire"
 	"github.com/collie-linux/collie/internal/testkit/caddytest"
+	"github.com/collie-linux/collie/internal/testkit/testbuf"
 )
 
 // TestCaddyInChromium_D6 is docs/phone.md's Caddy recipe, for real:
@@ -53,7 +54,7 @@ func TestCaddyInChromium_D6(t *testing.T) {
 		t.Fatal(err)
 	}
 	pairs := NewPairings(nil)
-	var journal syncBuffer
+	var journal testbuf.Buffer
 	api := NewAPI(Options{Backend: back, Store: store, Pairings: pairs, Site: l.Site, Log: slog.New(slog.NewTextHandler(&journal, nil))})
 	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(l)

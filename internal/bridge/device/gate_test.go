@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -294,11 +295,7 @@ func TestReadsShowViews(t *testing.T) {
 	if err := json.Unmarshal([]byte(b), &got); status != 200 || err != nil {
 		t.Fatalf("whoami: %d %s", status, b)
 	}
-	var keys []string
-	for k := range got {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(got))
 	if !slices.Equal(keys, []string{"id", "lastSeen", "name", "pairedAt"}) || got["id"] != f.devID || got["name"] != "phone" {
 		t.Fatalf("whoami shows %v", got)
 	}

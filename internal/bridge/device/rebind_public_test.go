@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/collie-linux/collie/internal/testkit/testbuf"
 )
 
 // TestRebindingWithPublicURLInChromium_D6: with public_url set and a
@@ -38,7 +40,7 @@ func TestRebindingWithPublicURLInChromium_D6(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var journal syncBuffer
+	var journal testbuf.Buffer
 	srv := httptest.NewUnstartedServer(nil)
 	site := siteOf(t, srv)
 	site.Allow("https", "collie.invalid", "")

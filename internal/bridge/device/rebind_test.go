@@ -1,7 +1,6 @@
 package device
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -13,10 +12,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/collie-linux/collie/internal/testkit/testbuf"
 )
 
 // TestHostileOriginsInChromium: a real browser, a page that resolves to
@@ -39,7 +39,7 @@ func TestHostileOriginsInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	pairs := NewPairings(nil)
-	var journal syncBuffer
+	var journal testbuf.Buffer
 	srv := httptest.NewUnstartedServer(nil)
 	api := NewAPI(Options{Backend: back, Store: store, Pairings: pairs, Site: siteOf(t, srv),
 		Log: slog.New(slog.NewTextHandler(&journal, nil))})
@@ -174,22 +174,4 @@ func TestHostileOriginsInChromium(t *testing.T) {
 	if strings.Contains(log, cred) || strings.Contains(log, p.Secret) {
 		t.Fatal("a credential or pairing secret reached the journal")
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,11 +60,7 @@ func checkPush(ctx context.Context, e *Env) []Row {
 		return []Row{ok("no push provider is in use%s, so a question is seen only while the web page is open; to get pushes on your phone: %s", why, noProviderFix)}
 	}
 	msg := fmt.Sprintf("providers: %s; %s; %s", strings.Join(st.Providers, ", "), counters(st), guardNow(st))
-	names := make([]string, 0, len(st.Last))
-	for name := range st.Last {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(st.Last))
 	var last []string
 	for _, name := range names {
 		r := st.Last[name]

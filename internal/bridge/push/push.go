@@ -36,6 +36,20 @@ const (
 	KindTest                 // collie push test
 )
 
+// String is the kind's name in logs, doctor's report of the last push, a
+// desktop notification's hints and a web push payload: "question",
+// "summary" or "test". An unknown kind is named "question", as a push is
+// a question unless it says otherwise.
+func (k Kind) String() string {
+	switch k {
+	case KindSummary:
+		return "summary"
+	case KindTest:
+		return "test"
+	}
+	return "question"
+}
+
 // Provider sends a Message somewhere a human will see it: the ntfy app,
 // the desktop, a browser's push service. Send returns when the message
 // was handed over, or with an error that says what failed, never holding

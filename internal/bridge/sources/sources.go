@@ -23,8 +23,9 @@ import (
 // Version is the version of sources.json this package reads and writes.
 const Version = 1
 
-// MaxNameLen is the longest name of a durable agent, in bytes.
-const MaxNameLen = 64
+// MaxNameLen is the longest name of a durable agent, in bytes
+// (wire.MaxNameBytes: the agent and the bridge share the rule).
+const MaxNameLen = wire.MaxNameBytes
 
 // Source is one durable agent the bridge reads.
 type Source struct {
@@ -153,33 +154,27 @@ func (s Source) validate() error {
 	return nil
 }
 
-// CheckName reports whether name can name a durable agent: 1 to 64 bytes of
-// a-z, 0-9, '.', '_' and '-', starting with a letter or digit.
+// CheckName reports whether name can name a durable agent: wire.ValidName,
+// the rule the agent's instance name follows too, with an error that
+// says which part fails and how to fix it.
 func CheckName(name string) error { return checkName(name, true) }
 
 // checkName is CheckName; with quote false its error leaves the name out,
 // for names read from sources.json, where a token may sit in the wrong
 // field (K5).
 func checkName(name string, quote bool) error {
-	const rule = "use 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit"
-	if name == "" {
-		return errors.New("a durable agent needs a name; " + rule)
-	}
-	if len(name) > MaxNameLen {
+	switch {
+	case wire.ValidName(name):
+		return nil
+	case name == "":
+		return errors.New("a durable agent needs a name; " + wire.NameRule)
+	case len(name) > MaxNameLen:
 		// Not quoted: a long string in the wrong place may be a token.
-		return fmt.Errorf("a durable agent name of %d bytes is too long; %s", len(name), rule)
+		return fmt.Errorf("a durable agent name of %d bytes is too long; %s", len(name), wire.NameRule)
+	case !quote:
+		return errors.New("the durable agent name is not allowed; " + wire.NameRule)
 	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || i > 0 && (c == '.' || c == '_' || c == '-') {
-			continue
-		}
-		if !quote {
-			return errors.New("the durable agent name is not allowed; " + rule)
-		}
-		return fmt.Errorf("the durable agent name %q is not allowed; %s", name, rule)
-	}
-	return nil
+	return fmt.Errorf("the durable agent name %q is not allowed; %s", name, wire.NameRule)
 }
 
 // File is the content of sources.json.

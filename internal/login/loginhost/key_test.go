@@ -10,7 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/collie-linux/collie/internal/bridge/sources"
 	"github.com/collie-linux/collie/internal/bridge/upstream"
 	"github.com/collie-linux/collie/internal/login/loginservice"
 	"github.com/collie-linux/collie/internal/login/loginwire"
@@ -82,7 +81,7 @@ func TestCollidingLabelsTwoBoards_R5(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if la == lb || sources.CheckName(la) != nil || sources.CheckName(lb) != nil || len(s.attached) != 2 {
+	if la == lb || !wire.ValidName(la) || !wire.ValidName(lb) || len(s.attached) != 2 {
 		t.Fatalf("labels %q and %q (%d attached)", la, lb, len(s.attached))
 	}
 	if h.Label(a) != la || h.Label(b) != lb {
@@ -108,8 +107,8 @@ func TestCollidingLabelsTwoBoards_R5(t *testing.T) {
 	// Labels stay valid names at the edges: a 128-character id.
 	long := loginservice.Identity{Agent: strings.Repeat("Z", 128), Server: strings.Repeat("s", 128)}
 	for _, l := range []string{label(long.Key(), 8, 0), label(long.Key(), 3, 1<<31)} {
-		if sources.CheckName(l) != nil {
-			t.Fatalf("label %q: %v", l, sources.CheckName(l))
+		if !wire.ValidName(l) {
+			t.Fatalf("label %q is not a valid name", l)
 		}
 	}
 	// A third agent whose usual and longer labels are both taken gets a
@@ -120,7 +119,7 @@ func TestCollidingLabelsTwoBoards_R5(t *testing.T) {
 	h.labels[label(k, 8, 0)] = loginservice.AgentKey{Agent: "another"}
 	got := h.freeLabel(k)
 	h.mu.Unlock()
-	if got != label(k, 3, 2) || sources.CheckName(got) != nil {
+	if got != label(k, 3, 2) || !wire.ValidName(got) {
 		t.Fatalf("freeLabel = %q", got)
 	}
 }

@@ -85,12 +85,12 @@ func New(o Options) *Host {
 // Name is the label an agent's board is shown under unless another
 // agent's board already has it: Prefix, the agent's id in lower case (at
 // most 40 bytes of it), and six hex digits of a digest of its server and
-// id. It is a valid durable agent name (sources.CheckName).
+// id. It is a valid durable agent name (wire.ValidName).
 func Name(id loginservice.Identity) string { return label(id.Key(), 3, 0) }
 
 // label is Prefix, the agent's id in lower case (at most 40 bytes of it),
 // 2*digits hex digits of the digest of its server and id, and "-n" when
-// n > 1: within sources.MaxNameLen (64 bytes) for 8 digits without n, or 3
+// n > 1: within wire.MaxNameBytes (64) for 8 digits without n, or 3
 // digits with n up to ten digits long.
 func label(k loginservice.AgentKey, digits, n int) string {
 	var b strings.Builder
@@ -99,7 +99,7 @@ func label(k loginservice.AgentKey, digits, n int) string {
 		if b.Len() == len(Prefix)+40 {
 			break
 		}
-		if 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-' {
+		if c < 0x80 && wire.NameByte(byte(c), false) {
 			b.WriteRune(c)
 		} else {
 			b.WriteByte('-')

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/collie-linux/collie/internal/bridge/sources"
 	"github.com/collie-linux/collie/internal/bridge/upstream"
 	"github.com/collie-linux/collie/internal/login/loginservice"
 	"github.com/collie-linux/collie/internal/protocol/wire"
@@ -27,8 +26,8 @@ func TestName(t *testing.T) {
 	seen := map[string]bool{}
 	for _, tt := range tests {
 		n := Name(tt.id)
-		if !strings.HasPrefix(n, tt.prefix) || sources.CheckName(n) != nil || seen[n] {
-			t.Errorf("Name(%+v) = %q (valid: %v)", tt.id, n, sources.CheckName(n))
+		if !strings.HasPrefix(n, tt.prefix) || !wire.ValidName(n) || seen[n] {
+			t.Errorf("Name(%+v) = %q (valid: %v)", tt.id, n, wire.ValidName(n))
 		}
 		seen[n] = true
 	}

@@ -1,7 +1,6 @@
 package loginservice
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/login/loginwire"
+	"github.com/collie-linux/collie/internal/testkit/testbuf"
 )
 
 // clock is the injected clock: it moves only when a test moves it.
@@ -40,35 +40,17 @@ func (c *clock) Add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type fixture struct {
 	t     *testing.T
 	path  string
 	clock *clock
-	logs  *syncBuffer
+	logs  *testbuf.Buffer
 	s     *Store
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{t: t, path: filepath.Join(t.TempDir(), "collie", "agent-sessions.json"), clock: &clock{t: epoch}, logs: &syncBuffer{}}
+	f := &fixture{t: t, path: filepath.Join(t.TempDir(), "collie", "agent-sessions.json"), clock: &clock{t: epoch}, logs: &testbuf.Buffer{}}
 	f.s = f.open()
 	return f
 }

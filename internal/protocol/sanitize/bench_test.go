@@ -135,10 +135,13 @@ func BenchmarkMixedVsLegacy(b *testing.B) {
 // best keeps the shortest of a series of timings.
 type best struct{ d time.Duration }
 
-func (m *best) add(d time.Duration) {
+// add reports whether d is the shortest so far.
+func (m *best) add(d time.Duration) bool {
 	if m.d == 0 || d < m.d {
 		m.d = max(d, 1)
+		return true
 	}
+	return false
 }
 
 // mbps is the throughput, in MB/s, of n bytes in the best time.

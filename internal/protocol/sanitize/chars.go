@@ -129,33 +129,6 @@ func removed(s string, i int) bool {
 	return false
 }
 
-// cleanPrefix returns the length of the longest prefix of s that X2
-// steps 0–2 leave as it is. It is char inlined, with printable ASCII
-// taken 8 bytes at a time.
-func cleanPrefix(s string, keep uint32) int {
-	i := 0
-	for i < len(s) {
-		c := s[i]
-		if c < 0x80 {
-			if len(s)-i >= 8 && printable8(s[i:]) {
-				i += 8
-				continue
-			}
-			if !keptASCII(c, keep) {
-				return i
-			}
-			i++
-			continue
-		}
-		n, x := validAt(s, i)
-		if n == 0 || x&leadMayDrop != 0 && removed(s, i) {
-			return i
-		}
-		i += n
-	}
-	return i
-}
-
 // printable8 reports whether the first 8 bytes of s are all printable
 // ASCII (0x20–0x7E), testing them as one word, the way utf8.ValidString
 // skips ASCII. Per byte of the word, the high bit of
@@ -185,9 +158,9 @@ func dirt(s string) (n int, repl string) {
 	return n, ""
 }
 
-// dirtAt measures what starts at s[i], where cleanPrefix stopped: n bytes
+// dirtAt measures what starts at s[i], where the cleaner stopped: n bytes
 // to drop, and whether they are a run of invalid bytes that one U+FFFD
-// replaces (step 0). Anything else that stops cleanPrefix is one
+// replaces (step 0). Anything else that stops the cleaner is one
 // character to drop.
 func dirtAt(s string, i int) (n int, bad bool) {
 	if s[i] < 0x80 {

@@ -37,7 +37,7 @@ func (u unit) fits(s string, limit int) bool {
 // tail collects them: if the text ends, they fit and are written; if more
 // follows, the ellipsis takes their place. The cut is decided in one pass,
 // the result built in one buffer, and the text after the cut never read.
-func cleanCut(s string, i int, limit int, u unit, keep uint32) string {
+func cleanCut(s string, i int, limit int, u unit, a *automaton) string {
 	room, end := limit, ellipsis
 	if e := u.size(ellipsis); limit >= e {
 		room -= e
@@ -83,7 +83,7 @@ func cleanCut(s string, i int, limit int, u unit, keep uint32) string {
 				}
 			}
 			b.WriteString(run[:k])
-			if t, n, ok := tail(s, run[k:], next, keep, limit-used, u); ok {
+			if t, n, ok := tail(s, run[k:], next, a.keep, limit-used, u); ok {
 				b.Write(t[:n])
 			} else {
 				b.WriteString(end)
@@ -94,7 +94,7 @@ func cleanCut(s string, i int, limit int, u unit, keep uint32) string {
 			return b.String()
 		}
 		start = next
-		i = next + cleanPrefix(s[next:], keep)
+		i, _, _ = a.next(s, next)
 	}
 }
 

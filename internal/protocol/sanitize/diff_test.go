@@ -101,7 +101,9 @@ func TestLead(t *testing.T) {
 
 // TestCharEveryCodePoint: char judges every code point, and every byte
 // sequence of up to 3 bytes, as the legacy cleaner's utf8.DecodeRune,
-// isControl and isInvisible do (X2 steps 0–2).
+// isControl and isInvisible do (X2 steps 0–2), and the automaton stops
+// at the same place as the oracle's cleanPrefix and measures what it
+// stops at the same way, in single-line and multi-line fields.
 func TestCharEveryCodePoint(t *testing.T) {
 	want := func(s string, keep uint32) (int, fate) {
 		r, n := utf8.DecodeRuneInString(s)
@@ -122,8 +124,23 @@ func TestCharEveryCodePoint(t *testing.T) {
 			if n != wn || f != wf {
 				t.Fatalf("X2: char(%q, keep %#x) = %d, %d; want %d, %d", s, keep, n, f, wn, wf)
 			}
-			if p := cleanPrefix(s, keep); (p > 0) != (f == kept) {
-				t.Fatalf("X2: cleanPrefix(%q) = %d, but char says %d", s, p, f)
+			// The automaton stops at the same place, and measures what
+			// it stops at as the oracle does.
+			p, an, af := automatonFor(keep).next(s, 0)
+			if want := oracleCleanPrefix(s, keep); p != want {
+				t.Fatalf("X2: automaton stops %q at %d, the oracle at %d", s, p, want)
+			}
+			if (p > 0) != (f == kept) {
+				t.Fatalf("X2: automaton stops %q at %d, but char says %d", s, p, f)
+			}
+			if p < len(s) {
+				on, of := oracleChar(s, p, keep)
+				if of == oracleInvalid {
+					on, _ = oracleDirtAt(s, p)
+				}
+				if an != on || int(af) != int(of) {
+					t.Fatalf("X2: automaton measures %q at %d as %d, %d; the oracle %d, %d", s, p, an, af, on, of)
+				}
 			}
 		}
 	}

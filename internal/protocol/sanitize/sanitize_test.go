@@ -196,6 +196,8 @@ func TestAllocs(t *testing.T) {
 	utf := strings.Repeat("Grüße, 世界! 😀 ", 100)
 	dirty := strings.Repeat("a\u202Eb\u0085c ", 100)
 	emoji := strings.Repeat("😀", BeltChars)
+	mixedScripts := multilingual(4 << 10)
+	cleanMixedScripts := fst(oracleClean(mixedScripts, MessageBytes, inBytes, layout))
 	for _, tc := range []struct {
 		name string
 		fn   func()
@@ -208,7 +210,9 @@ func TestAllocs(t *testing.T) {
 		{"clean_multibyte_unchanged", func() { Block(utf, MessageBytes) }, 0},
 		{"clean_multibyte_Label", func() { Label(emoji, BeltChars) }, 0},
 		{"ValidID", func() { ValidID("conv-0123456789abcdef") }, 0},
+		{"clean_multilingual_unchanged", func() { Block(cleanMixedScripts, MessageBytes) }, 0},
 		{"slow_path_one_alloc", func() { Block(dirty, MessageBytes) }, 1},
+		{"multilingual_one_alloc", func() { Block(mixedScripts, MessageBytes) }, 1},
 		{"cut_one_alloc", func() { Line(ascii, TitleBytes) }, 1},
 		{"cut_multibyte_one_alloc", func() { Line(utf, TitleBytes) }, 1},
 		{"Label_cut_one_alloc", func() { Label(utf, BeltChars) }, 1},

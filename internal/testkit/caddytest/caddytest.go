@@ -4,7 +4,6 @@
 package caddytest
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
@@ -17,10 +16,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/collie-linux/collie/internal/testkit/testbuf"
 	"github.com/collie-linux/collie/internal/testkit/testenv"
 )
 
@@ -88,7 +87,7 @@ func Start(t *testing.T, caddy, name, port, upstream string) *Proxy {
 	if err := os.WriteFile(path, []byte(caddyfile), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testbuf.Buffer
 	cmd := exec.Command(caddy, "run", "--adapter", "caddyfile", "--config", path)
 	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "xdg-data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "xdg-config"))
 	cmd.Stdout, cmd.Stderr = &logs, &logs
@@ -158,22 +157,4 @@ func readCert(path string) (*x509.Certificate, error) {
 		return nil, fmt.Errorf("%s holds no PEM block", path)
 	}
 	return x509.ParseCertificate(blk.Bytes)
-}
-
-// syncBuffer is a bytes.Buffer safe for caddy's output goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -14,11 +14,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/collie-linux/collie/internal/testkit/testbuf"
 	"github.com/collie-linux/collie/internal/testkit/testenv"
 )
 
@@ -81,7 +81,7 @@ type UserManager struct {
 
 	manager     *exec.Cmd
 	managerDone chan struct{}
-	managerLog  *syncBuffer
+	managerLog  *testbuf.Buffer
 	dumped      bool // diagnostics already logged
 }
 
@@ -331,7 +331,7 @@ func (um *UserManager) startJournald(ctx context.Context) error {
 	// If the test binary dies, journald dies with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Env = rootEnv()
-	var log syncBuffer
+	var log testbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting systemd-journald: %w", err)
@@ -361,7 +361,7 @@ func (um *UserManager) startManager(ctx context.Context) error {
 	cmd := um.nsCommand(context.Background(), um.serviceCG, um.Home, args)
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	cmd.Env = um.managerEnv()
-	um.managerLog = new(syncBuffer)
+	um.managerLog = new(testbuf.Buffer)
 	cmd.Stdout, cmd.Stderr = um.managerLog, um.managerLog
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting systemd --user: %w", err)
@@ -505,26 +505,4 @@ func waitFor(ctx context.Context, died <-chan struct{}, cond func() bool) error 
 func isSocket(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode()&os.ModeSocket != 0
-}
-
-// syncBuffer collects a process's output while others may read it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// String returns what was written so far; "" for a nil buffer.
-func (s *syncBuffer) String() string {
-	if s == nil {
-		return ""
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

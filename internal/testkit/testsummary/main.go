@@ -20,8 +20,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -272,10 +274,7 @@ func printSkips(w io.Writer, skips []skip) {
 	for _, s := range skips {
 		byReason[s.Reason] = append(byReason[s.Reason], s)
 	}
-	reasons := make([]string, 0, len(byReason))
-	for r := range byReason {
-		reasons = append(reasons, r)
-	}
+	reasons := slices.Collect(maps.Keys(byReason))
 	sort.Slice(reasons, func(i, j int) bool {
 		a, b := byReason[reasons[i]], byReason[reasons[j]]
 		if len(a) != len(b) {

@@ -176,7 +176,7 @@ func (p *Provider) SendReport(ctx context.Context, m push.Message) (string, erro
 		"urgency":        dbus.MakeVariant(urgency),
 		"category":       dbus.MakeVariant("im.received"),
 		"desktop-entry":  dbus.MakeVariant("collie"),
-		"x-collie-kind":  dbus.MakeVariant(kindName(m.Kind)),
+		"x-collie-kind":  dbus.MakeVariant(m.Kind.String()),
 		"action-icons":   dbus.MakeVariant(false),
 		"suppress-sound": dbus.MakeVariant(false),
 	}
@@ -193,16 +193,6 @@ func (p *Provider) SendReport(ctx context.Context, m push.Message) (string, erro
 		p.remember(id, m.URL)
 	}
 	return fmt.Sprintf("the desktop's notification server showed it (id %d)", id), nil
-}
-
-func kindName(k push.Kind) string {
-	switch k {
-	case push.KindSummary:
-		return "summary"
-	case push.KindTest:
-		return "test"
-	}
-	return "question"
 }
 
 // escape makes s plain text for a server that draws body markup.

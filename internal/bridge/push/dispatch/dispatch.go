@@ -303,7 +303,7 @@ func (d *Dispatcher) enqueue(m push.Message, dec guard.Decision) {
 	select {
 	case d.central <- j:
 	default:
-		d.o.Log.Warn("a push was dropped: too many pushes waiting to be sent", "kind", kindName(m.Kind))
+		d.o.Log.Warn("a push was dropped: too many pushes waiting to be sent", "kind", m.Kind.String())
 		j.t.done(false)
 	}
 }
@@ -419,7 +419,7 @@ func (d *Dispatcher) Test(ctx context.Context) TestOutcome {
 			}
 			answers[i] = a
 			d.mu.Lock()
-			d.last[w.p.Name()] = Result{At: time.Now(), Kind: kindName(push.KindTest), OK: a.OK, Answer: a.Answer, Attempts: 1, Delivered: delivered[i]}
+			d.last[w.p.Name()] = Result{At: time.Now(), Kind: push.KindTest.String(), OK: a.OK, Answer: a.Answer, Attempts: 1, Delivered: delivered[i]}
 			d.mu.Unlock()
 		})
 	}
@@ -429,14 +429,4 @@ func (d *Dispatcher) Test(ctx context.Context) TestOutcome {
 	}
 	out.Answers = append(answers, out.Answers...)
 	return out
-}
-
-func kindName(k push.Kind) string {
-	switch k {
-	case push.KindSummary:
-		return "summary"
-	case push.KindTest:
-		return "test"
-	}
-	return "question"
 }

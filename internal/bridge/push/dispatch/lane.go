@@ -207,7 +207,7 @@ func (d *Dispatcher) push(l *lane, j job) {
 	w.mu.Lock()
 	if w.stopped {
 		w.mu.Unlock()
-		j.s.done(Result{At: time.Now(), Kind: kindName(j.m.Kind), Answer: "the provider was taken out of use"})
+		j.s.done(Result{At: time.Now(), Kind: j.m.Kind.String(), Answer: "the provider was taken out of use"})
 		return
 	}
 	l.mu.Lock()
@@ -237,13 +237,13 @@ func (d *Dispatcher) push(l *lane, j job) {
 	if dropped == nil {
 		return
 	}
-	log := d.laneLog(l, kindName(dropped.m.Kind))
+	log := d.laneLog(l, dropped.m.Kind.String())
 	if warn {
 		log.Warn(fmt.Sprintf("a push destination is not keeping up: at most %d pushes wait for it, and the oldest is dropped for each new one until it catches up", LaneQueue))
 	} else {
 		log.Debug("a push was dropped: its destination is not keeping up")
 	}
-	dropped.s.done(Result{At: time.Now(), Kind: kindName(dropped.m.Kind), Answer: "dropped: the destination did not keep up"})
+	dropped.s.done(Result{At: time.Now(), Kind: dropped.m.Kind.String(), Answer: "dropped: the destination did not keep up"})
 }
 
 // drain sends what l holds, one push at a time, until it is empty.
@@ -265,7 +265,7 @@ func (d *Dispatcher) drain(ctx context.Context, l *lane) {
 		l.mu.Unlock()
 		var r Result
 		if ctx.Err() != nil {
-			r = Result{At: time.Now(), Kind: kindName(j.m.Kind), Answer: "the provider was taken out of use"}
+			r = Result{At: time.Now(), Kind: j.m.Kind.String(), Answer: "the provider was taken out of use"}
 		} else {
 			var gone bool
 			r, gone = d.send(ctx, l, j.m)
@@ -281,7 +281,7 @@ func (d *Dispatcher) drain(ctx context.Context, l *lane) {
 // permanent (a 4xx, a redirect) gets one try. gone: the destination has
 // gone (nothing to retry or warn about).
 func (d *Dispatcher) send(ctx context.Context, l *lane, m push.Message) (r Result, gone bool) {
-	r = Result{Kind: kindName(m.Kind)}
+	r = Result{Kind: m.Kind.String()}
 	wait := Backoff
 	for {
 		r.Attempts++

@@ -1,7 +1,9 @@
 package guard
 
 import (
+	"maps"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -25,7 +27,7 @@ func FuzzParse(f *testing.F) {
 		if len(st.keyRing) > MemoryKeys || len(st.keyRing) != len(st.keys) {
 			t.Fatalf("%d keys in the ring, %d in the set", len(st.keyRing), len(st.keys))
 		}
-		for _, ts := range append([][]int64{st.sent}, mapValues(st.conv)...) {
+		for _, ts := range append([][]int64{st.sent}, slices.Collect(maps.Values(st.conv))...) {
 			for i, v := range ts {
 				if v > now.UnixMilli() || (i > 0 && v < ts[i-1]) {
 					t.Fatalf("times %v: out of order or after now", ts)
@@ -45,14 +47,6 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("round trip changed the state:\n%+v\n%+v", st, st2)
 		}
 	})
-}
-
-func mapValues(m map[uint64][]int64) [][]int64 {
-	var out [][]int64
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
 }
 
 // norm makes empty lists nil, so a round trip compares what matters.

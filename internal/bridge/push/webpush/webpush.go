@@ -477,7 +477,7 @@ type payload struct {
 // Payload is the JSON a push carries for m, cut to fit one push: the body
 // first, then the title, each at a whole character, ending with "…".
 func Payload(m push.Message) ([]byte, error) {
-	pl := payload{V: 1, Kind: kindName(m.Kind), Title: m.Title, Body: m.Body, URL: m.URL, Tag: tag(m)}
+	pl := payload{V: 1, Kind: m.Kind.String(), Title: m.Title, Body: m.Body, URL: m.URL, Tag: tag(m)}
 	b, err := json.Marshal(pl)
 	if err != nil || len(b) <= MaxPlaintext {
 		return b, err
@@ -522,22 +522,12 @@ func prefix(s string, n int) string {
 	return s[:keep] + "…"
 }
 
-func kindName(k push.Kind) string {
-	switch k {
-	case push.KindSummary:
-		return "summary"
-	case push.KindTest:
-		return "test"
-	}
-	return "question"
-}
-
 // tag names the notification on the device: one per question key, so a
 // push sent again replaces the first; the key itself (agent and tool call
 // ids) does not leave the bridge.
 func tag(m push.Message) string {
 	if m.Key == "" {
-		return "collie-" + kindName(m.Kind)
+		return "collie-" + m.Kind.String()
 	}
 	sum := sha256.Sum256([]byte(m.Key))
 	return "collie-q-" + base64.RawURLEncoding.EncodeToString(sum[:12])
