@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/collie-linux/collie/internal/sockpath"
@@ -85,45 +86,52 @@ func unitOf(e *Env, path string) string {
 
 // socketFixes map the exact reasons of T3 and T4 (sockpath, upstream) to
 // what to run. The first group of each pattern is the path it is about.
+// Each pattern is compiled on first use (lazyRegexp), not at every collie
+// start-up.
 var socketFixes = []struct {
-	re  *regexp.Regexp
+	re  func() *regexp.Regexp
 	fix func(e *Env, s sources.Source, part string) string
 	// warnOnly: the agent is down, which is not a privacy error (T4).
 	warnOnly bool
 }{
-	{re: regexp.MustCompile(`^the socket path (?:.+ )?(?:is not absolute|is not in clean form|has a control character|has a NUL byte|is \d+ bytes, more than)`), fix: func(_ *Env, s sources.Source, _ string) string {
+	{re: lazyRegexp(`^the socket path (?:.+ )?(?:is not absolute|is not in clean form|has a control character|has a NUL byte|is \d+ bytes, more than)`), fix: func(_ *Env, s sources.Source, _ string) string {
 		// T2: the bridge walks and connects to the path as written.
 		return "attach the agent by the path it listens on, absolute and clean: collie durable detach " + s.Name + " && collie durable attach " + s.Name + " --socket FULL-PATH"
 	}},
-	{re: regexp.MustCompile(`^socket-not-private: (.+) is a symlink$`), fix: func(e *Env, s sources.Source, part string) string {
+	{re: lazyRegexp(`^socket-not-private: (.+) is a symlink$`), fix: func(e *Env, s sources.Source, part string) string {
 		if part == filepath.Clean(s.Socket) {
 			return "rm " + part + " && " + restart(e, s)
 		}
 		return "attach the agent by a path without links: collie durable detach " + s.Name + " && collie durable attach " + s.Name + " --socket REAL-PATH"
 	}},
-	{re: regexp.MustCompile(`^the socket's folder (.+) has mode \d+, not 0700$`), fix: func(_ *Env, _ sources.Source, part string) string {
+	{re: lazyRegexp(`^the socket's folder (.+) has mode \d+, not 0700$`), fix: func(_ *Env, _ sources.Source, part string) string {
 		return "chmod 0700 " + part
 	}},
-	{re: regexp.MustCompile(`^the socket's folder (.+) (belongs to user \d+, not to \d+|is not a directory)$`), fix: ownFolder},
-	{re: regexp.MustCompile(`^(.+) has mode \d+, so group or others can write to it$`), fix: func(_ *Env, _ sources.Source, part string) string {
+	{re: lazyRegexp(`^the socket's folder (.+) (belongs to user \d+, not to \d+|is not a directory)$`), fix: ownFolder},
+	{re: lazyRegexp(`^(.+) has mode \d+, so group or others can write to it$`), fix: func(_ *Env, _ sources.Source, part string) string {
 		return "chmod go-w " + part
 	}},
-	{re: regexp.MustCompile(`^(.+) is not a directory$`), fix: ownFolder},
-	{re: regexp.MustCompile(`^(the path is not a socket)$`), fix: func(e *Env, s sources.Source, _ string) string {
+	{re: lazyRegexp(`^(.+) is not a directory$`), fix: ownFolder},
+	{re: lazyRegexp(`^(the path is not a socket)$`), fix: func(e *Env, s sources.Source, _ string) string {
 		return "rm " + s.Socket + " && " + restart(e, s)
 	}},
-	{re: regexp.MustCompile(`^(the socket belongs to user \d+, not to \d+|the socket's listener is not you: .*)$`), fix: func(_ *Env, s sources.Source, _ string) string {
+	{re: lazyRegexp(`^(the socket belongs to user \d+, not to \d+|the socket's listener is not you: .*)$`), fix: func(_ *Env, s sources.Source, _ string) string {
 		return "the socket is another user's; detach it: collie durable detach " + s.Name
 	}},
-	{re: regexp.MustCompile(`^the socket has mode \d+, not 0600$`), fix: func(e *Env, s sources.Source, _ string) string {
+	{re: lazyRegexp(`^the socket has mode \d+, not 0600$`), fix: func(e *Env, s sources.Source, _ string) string {
 		return "chmod 0600 " + s.Socket + ", and make the agent create it 0600 (SocketMode=0600)"
 	}},
-	{re: regexp.MustCompile(`^(no socket at .+|nothing is listening at .+)$`), warnOnly: true, fix: func(e *Env, s sources.Source, _ string) string {
+	{re: lazyRegexp(`^(no socket at .+|nothing is listening at .+)$`), warnOnly: true, fix: func(e *Env, s sources.Source, _ string) string {
 		if u := unitOf(e, s.Socket); u != "" {
 			return "systemctl --user enable --now " + u
 		}
 		return "start the agent that listens at " + s.Socket
 	}},
+}
+
+// lazyRegexp compiles expr on its first use, once.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
 
 func ownFolder(e *Env, s sources.Source, _ string) string {
@@ -142,7 +150,7 @@ func restart(e *Env, s sources.Source) string {
 // listener's owner), rather than an agent that does not answer.
 func privacyReason(reason string) bool {
 	for _, f := range socketFixes {
-		if f.re.MatchString(reason) {
+		if f.re().MatchString(reason) {
 			return !f.warnOnly
 		}
 	}
@@ -153,7 +161,7 @@ func privacyReason(reason string) bool {
 // privacy error or an unknown one) rather than warns (the agent is down).
 func socketFix(e *Env, s sources.Source, reason string) (fix string, isFail bool) {
 	for _, f := range socketFixes {
-		if m := f.re.FindStringSubmatch(reason); m != nil {
+		if m := f.re().FindStringSubmatch(reason); m != nil {
 			part := ""
 			if len(m) > 1 {
 				part = m[1]
