@@ -5,6 +5,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -33,7 +34,9 @@ import (
 // input, collie's start and ask
 // until the question is on the agent's snapshot (a waiting read on the
 // agent's socket, as the bridge reads it), and the bridge's read and the
-// device API's feed until the card is there. Everything is logged with
+// device API's feed until the card is there. Last, the same script is
+// started by the test instead of Claude Code, for collie's part without
+// the client beside it. Everything is logged with
 // the machine's load; make test runs it alone (Makefile, ALONE). It fails
 // only when the p50 is over a second, which no load of a working
 // machine explains.
@@ -112,6 +115,38 @@ func TestLatencyClaudeHookToCard_D1(t *testing.T) {
 		}
 		api.Close()
 	}
+	// The hook again, started by the test instead of Claude Code: the
+	// same script, input and agent, so what is left is collie's own.
+	var alone []time.Duration
+	for i := range timedRuns {
+		title := fmt.Sprintf("echo alone-%d", i)
+		in, _ := json.Marshal(map[string]any{"session_id": "s-alone", "cwd": r.sb.Project, "permission_mode": "default",
+			"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": fmt.Sprintf("toolu_alone%d", i),
+			"tool_input": map[string]any{"command": title}})
+		os.Remove(spawnLog)
+		onAgent := agent.until(t, "Run: "+title)
+		run := &claudeRun{done: make(chan struct{})}
+		go func() {
+			defer close(run.done)
+			res, err := r.sb.Run(context.Background(), claudeLimit, in, nil, wrapper, "ask", "--hook", "claude", "--timeout", "1m")
+			if err != nil {
+				t.Error(err)
+			}
+			run.res = res
+		}()
+		c, _ := feed.card(t, "Run: "+title, run)
+		t2 := <-onAgent
+		_, t1b := spawnTimes(t, spawnLog)
+		if t2.IsZero() {
+			t.Fatalf("the question %q did not show on the agent's snapshot", title)
+		}
+		alone = append(alone, t2.Sub(t1b))
+		r.tap(t, c, "yes", "")
+		if res := run.wait(); res.ExitCode != 0 || !strings.Contains(string(res.Stdout), `"permissionDecision":"allow"`) {
+			t.Fatalf("the hook: %v", res)
+		}
+	}
+	t.Logf("the same hook started by the test, not Claude Code, %d runs: input to question on the agent %s", timedRuns, dist(alone))
 	plain := total[:runs]
 	load, _ := os.ReadFile("/proc/loadavg")
 	t.Logf("tool call to card on the device API, real Claude Code and collie's hook, %d runs: %s (load %s)",
