@@ -42,8 +42,10 @@ run: build
 # notification, but under a full run's load headless chromium was seen to
 # show none of a second round within two minutes (alone: 5 s), so it runs
 # alone too. TestLatencyToolCallToCard holds collie mcp's
-# tool call to card to its budget.
-ALONE := ^(TestHostileSnapshotKeepsPageResponsive_X6_D6|TestWebAppInChromium|TestCaddyInChromium_D6|TestNotificationsInChromium_D6|TestLatencyToolCallToCard)$$
+# tool call to card to its budget; TestLatencyClaudeHookToCard_D1 measures
+# the real Claude Code's tool call to card through collie's hook, and
+# TestHookCPU_NoQuestion the hook's CPU against a baseline.
+ALONE := ^(TestHostileSnapshotKeepsPageResponsive_X6_D6|TestWebAppInChromium|TestCaddyInChromium_D6|TestNotificationsInChromium_D6|TestLatencyToolCallToCard|TestLatencyClaudeHookToCard_D1|TestHookCPU_NoQuestion)$$
 # go test runs through internal/testkit/testsummary: go test's own output (each
 # package's ok or FAIL line, a failed test's log), its exit status, and at
 # the end the tests skipped in either run, by reason.
@@ -54,8 +56,8 @@ test: deps lint cross
 	echo "$(GO) test -count=1 -skip '$(ALONE)' ./..."; \
 	$(TESTSUMMARY) -skips $$skips $(GO) test -count=1 -skip '$(ALONE)' ./...; st=$$?; \
 	if [ $$st -eq 0 ]; then \
-		echo "$(GO) test -p 1 -count=1 -run '$(ALONE)' -v ./internal/bridge/device ./internal/agent/mcpserver"; \
-		$(TESTSUMMARY) -v -skips $$skips $(GO) test -p 1 -count=1 -run '$(ALONE)' -v ./internal/bridge/device ./internal/agent/mcpserver; st=$$?; \
+		echo "$(GO) test -p 1 -count=1 -run '$(ALONE)' -v ./internal/bridge/device ./internal/agent/mcpserver ./internal/suite/e2e ./internal/agent/ask"; \
+		$(TESTSUMMARY) -v -skips $$skips $(GO) test -p 1 -count=1 -run '$(ALONE)' -v ./internal/bridge/device ./internal/agent/mcpserver ./internal/suite/e2e ./internal/agent/ask; st=$$?; \
 	fi; \
 	$(TESTSUMMARY) -report $$skips; exit $$st
 

@@ -25,6 +25,9 @@ type Clients struct {
 	ReadFile      func(name string) ([]byte, error)
 	// Executable reports whether a hook's collie can be run.
 	Executable func(path string) bool
+	// Procs lists the user's processes, to tell whether each client runs
+	// under collie run (clientruns.go); nil: no such row.
+	Procs func() ([]Proc, error)
 }
 
 // ClientsFromSystem is Clients for this machine and the working folder.
@@ -34,13 +37,14 @@ func ClientsFromSystem(getenv func(string) string, lookPath func(string) (string
 		Executable: func(p string) bool {
 			fi, err := os.Stat(p)
 			return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
-		}}
+		}, Procs: procsFromSystem}
 }
 
 // checkCodingAgents makes a row per coding agent that is installed (its
 // command on the PATH) or configured (its settings exist): for a client
 // with a hook (not OpenCode), whether the hook is there, fails closed, has timeouts that let collie's deny come
-// first, and is trusted where the client asks for trust.
+// first, and is trusted where the client asks for trust; and for every
+// client, whether it runs under collie run now.
 func checkCodingAgents(_ context.Context, e *Env) []Row {
 	c := e.Clients
 	if c == nil {
@@ -80,6 +84,9 @@ func checkCodingAgents(_ context.Context, e *Env) []Row {
 			rows = append(rows, c.hookRow(h, entries, where).about(h.Label))
 		}
 		rows = append(rows, mcpRow.about(h.Label+" MCP server"))
+		if r, shown := c.runRow(e, h); shown {
+			rows = append(rows, r.about(h.Label+" under collie run"))
+		}
 	}
 	return rows
 }

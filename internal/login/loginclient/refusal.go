@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/collie-linux/collie/internal/cli/hint"
 	"github.com/collie-linux/collie/internal/login/loginwire"
@@ -75,10 +76,11 @@ func wrapperMessages(out []byte) []string {
 	return msgs
 }
 
-var actionFailed = regexp.MustCompile(`\(HTTP (\d{3})\); response body: `)
+// actionFailed is compiled on first use, not at every collie start-up.
+var actionFailed = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\(HTTP (\d{3})\); response body: `) })
 
 func parseActionFailure(msg string) *ActionRefusal {
-	m := actionFailed.FindStringSubmatchIndex(msg)
+	m := actionFailed().FindStringSubmatchIndex(msg)
 	if m == nil {
 		return nil
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/collie-linux/collie/internal/login/loginwire"
@@ -27,11 +28,13 @@ const (
 // has none).
 const MaxFile = 64 << 10
 
-// serviceRe is the package's SERVICE_SLUG_RE.
-var serviceRe = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,79}$`)
+// serviceRe is the package's SERVICE_SLUG_RE, compiled on first use: every
+// collie command links this package, and compiling a pattern is start-up
+// work most of them never need.
+var serviceRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,79}$`) })
 
 // ValidService reports whether service is a slug the store accepts.
-func ValidService(service string) bool { return serviceRe.MatchString(service) }
+func ValidService(service string) bool { return serviceRe().MatchString(service) }
 
 // Session is what the service's token endpoint returns: the six keys of
 // raft-cli-agent-session.v1. RefreshExpiresAt nil is JSON null.
@@ -109,11 +112,13 @@ func printable(s string) bool {
 
 // rfc3339Re is the reference CLI's RFC 3339 date-time: a T, seconds,
 // an optional fraction, and Z or a numeric offset.
-var rfc3339Re = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$`)
+var rfc3339Re = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$`)
+})
 
 // ParseTime parses an RFC 3339 date-time as the reference CLI accepts it.
 func ParseTime(s string) (time.Time, bool) {
-	if !rfc3339Re.MatchString(s) {
+	if !rfc3339Re().MatchString(s) {
 		return time.Time{}, false
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
@@ -128,7 +133,7 @@ func validTime(s string) bool {
 // Path is the session's file, $SLOCK_HOME/agents/<id>/integrations/<service>/auth.json,
 // with the slug and id checked so the path cannot leave that folder.
 func Path(e Env, service string) (string, error) {
-	if !serviceRe.MatchString(service) {
+	if !serviceRe().MatchString(service) {
 		return "", errors.New("invalid service slug")
 	}
 	if !loginwire.ValidID(e.AgentID) {

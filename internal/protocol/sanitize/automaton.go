@@ -1,5 +1,7 @@
 package sanitize
 
+import "sync"
+
 // The cleaner finds what X2 changes with an automaton that reads one byte
 // a step and never decodes a character. Its state is a shift amount and
 // its table holds, for each byte, the next state of every state packed
@@ -100,21 +102,23 @@ func newAutomaton(keep uint32) *automaton {
 	return a
 }
 
+// The two automata are built on first use, not when a program starts:
+// collie's hook adapter starts once per tool call and may clean nothing.
 var (
-	lineAutomaton  = newAutomaton(0)
-	blockAutomaton = newAutomaton(layout)
+	lineAutomaton  = sync.OnceValue(func() *automaton { return newAutomaton(0) })
+	blockAutomaton = sync.OnceValue(func() *automaton { return newAutomaton(layout) })
 )
 
 // automatonFor returns the automaton of a field that keeps keep: 0 (a
 // single-line field) or layout (a multi-line one).
 func automatonFor(keep uint32) *automaton {
 	if keep == layout {
-		return blockAutomaton
+		return blockAutomaton()
 	}
 	if keep != 0 {
 		panic("sanitize: no automaton for this set of controls")
 	}
-	return lineAutomaton
+	return lineAutomaton()
 }
 
 // scan runs the automaton from i, a character boundary, and returns the

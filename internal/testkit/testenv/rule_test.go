@@ -23,6 +23,7 @@ var allowedSkips = []struct{ file, call string }{
 	// -short asks for the quick tests; CI does not pass it.
 	{"internal/bridge/device/browser_helpers_test.go", `"-short: the real-browser test`},
 	{"internal/agent/mcpserver/latency_test.go", `"a timing measurement; run without -short"`},
+	{"internal/suite/e2e/hooklatency_test.go", `"a timing measurement; run without -short"`},
 	{"internal/suite/agentclients/claude_collie_test.go", `"a measurement: runs Claude Code several times"`},
 	{"internal/agent/ask/hookcpu_test.go", `"builds collie"`},
 	// Another operating system, not a machine that lacks something.

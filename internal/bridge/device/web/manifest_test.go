@@ -94,11 +94,11 @@ func TestShellWorker_NoAgentData(t *testing.T) {
 		if strings.HasPrefix(p, "/api") || strings.Contains(p, "healthz") || strings.Contains(p, "sw.js") {
 			t.Errorf("the shell keeps %s", p)
 		}
-		if _, ok := routes[p]; !ok {
+		if _, ok := routes()[p]; !ok {
 			t.Errorf("the shell keeps %s, which is not served", p)
 		}
 	}
-	sw := string(routes["/sw.js"].body)
+	sw := string(routes()["/sw.js"].body)
 	if i, j := strings.Index(sw, "app shell part"), strings.Index(sw, "'push'"); i < 0 || j < 0 || i > j {
 		t.Errorf("/sw.js does not hold the shell part before the push handler")
 	}

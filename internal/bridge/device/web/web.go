@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
+	"sync"
 )
 
 //go:embed index.html app.js app.css phone.css icon.svg sw-push.js sw-shell.js manifest.webmanifest icon-192.png icon-512.png icon-maskable-512.png apple-touch-icon.png
@@ -54,8 +55,10 @@ type asset struct {
 	etag              string
 }
 
-// routes maps a request path to what it serves.
-var routes = func() map[string]asset {
+// routes maps a request path to what it serves. It is made on the first
+// request, not at start-up: every collie command links this package, and
+// hashing the page's files is work only the daemon needs.
+var routes = sync.OnceValue(func() map[string]asset {
 	list := []asset{
 		{name: "index.html", contentType: "text/html; charset=utf-8"},
 		{name: "app.js", contentType: "text/javascript; charset=utf-8"},
@@ -97,7 +100,7 @@ var routes = func() map[string]asset {
 	sw.etag = `"` + hex.EncodeToString(sum[:12]) + `"`
 	m["/sw.js"] = sw
 	return m
-}()
+})
 
 // Handler serves the page. Mount it at "GET /": paths other than the
 // page's own files are 404.
@@ -111,7 +114,7 @@ func Handler() http.Handler {
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Cross-Origin-Resource-Policy", "same-origin")
 		h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=(), usb=()")
-		a, ok := routes[r.URL.Path]
+		a, ok := routes()[r.URL.Path]
 		if !ok {
 			h.Set("Cache-Control", "no-store")
 			http.Error(w, "not found", http.StatusNotFound)
