@@ -39,8 +39,9 @@ func ClientsFromSystem(getenv func(string) string, lookPath func(string) (string
 
 // checkCodingAgents makes a row per coding agent that is installed (its
 // command on the PATH) or configured (its settings exist): for a client
-// with a hook (not OpenCode), whether the hook is there, fails closed, has timeouts that let collie's deny come
-// first, and is trusted where the client asks for trust.
+// with a hook, whether the hook is there, fails closed, has timeouts that
+// let collie's deny come first, and is trusted where the client asks for
+// trust; for OpenCode, whose hook is a plugin, pluginRow.
 func checkCodingAgents(_ context.Context, e *Env) []Row {
 	c := e.Clients
 	if c == nil {
@@ -76,7 +77,11 @@ func checkCodingAgents(_ context.Context, e *Env) []Row {
 		for _, r := range bad {
 			rows = append(rows, r.about(h.Label))
 		}
-		if len(bad) == 0 && h.HasHook() {
+		switch {
+		case len(bad) > 0:
+		case h.Plugin != nil:
+			rows = append(rows, c.pluginRow(h, entries, where).about(h.Label))
+		case h.HasHook():
 			rows = append(rows, c.hookRow(h, entries, where).about(h.Label))
 		}
 		rows = append(rows, mcpRow.about(h.Label+" MCP server"))
@@ -135,7 +140,7 @@ func (c *Clients) mcpRow(h *ask.HookClient) (Row, []string) {
 func (c *Clients) settingsFiles(h *ask.HookClient) []string {
 	var files []string
 	if !h.HasHook() {
-		return nil // a client with MCP only (OpenCode)
+		return nil // a client with MCP only
 	}
 	if c.Home != "" {
 		files = append(files, h.SettingsPath(c.Getenv, c.Home, ""))
