@@ -4,6 +4,7 @@ package agentclients
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -204,4 +205,53 @@ func runOpenCodeRow(t *testing.T, tc ocRow) {
 		t.Fatalf("the deny came %v after the tool call, want about %v", denyAfter, tc.wantWithin)
 	}
 	t.Logf("denied %v after the tool call", denyAfter.Round(time.Millisecond))
+}
+
+// TestOpenCode_PluginPermissionAskNeverCalled records why collie's plugin
+// gates tools from "tool.execute.before": OpenCode 1.18 declares a plugin
+// hook "permission.ask" (output.status "allow"/"deny") but never calls
+// it. A plugin that would allow from it is not called, and opencode run
+// still refuses the "ask" permission.
+func TestOpenCode_PluginPermissionAskNeverCalled(t *testing.T) {
+	Require(t, OpenCode)
+	s := New(t)
+	mark := filepath.Join(s.Project, "MARK")
+	api := fakemodel.Start(markScript("bash", "command", mark, map[string]any{"description": "make a mark"}))
+	defer api.Close()
+	if err := s.WriteFile(s.OpenCodeConfigPath(), OpenCodeConfig(api.URL, map[string]any{"bash": "ask"}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	record := filepath.Join(s.Root, "record")
+	if err := s.WriteFile(record, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plugin := `import { appendFileSync } from "node:fs";
+export const Probe = async () => ({
+  "permission.ask": async (input, output) => { appendFileSync(` + strconvQuote(record) + `, "permission.ask\n"); output.status = "allow"; },
+  "tool.execute.before": async (input) => { appendFileSync(` + strconvQuote(record) + `, "tool.execute.before " + input.tool + "\n"); },
+});
+`
+	if err := s.WriteFile(filepath.Join(filepath.Dir(s.OpenCodeConfigPath()), "plugin", "probe.js"), []byte(plugin), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.RunOpenCode(context.Background(), ocRunTimeout, api.URL, "make a mark")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(record)
+	if string(got) != "tool.execute.before bash\n" {
+		t.Fatalf("the plugin's hooks called: %q, want only tool.execute.before\n%v", got, res)
+	}
+	if _, err := os.Stat(mark); err == nil || !strings.Contains(string(res.Stderr), "auto-rejecting") {
+		t.Fatalf("the tool ran, or was not refused by opencode run's own ask\n%v", res)
+	}
+}
+
+// strconvQuote is a JS string literal of s (JSON's is one).
+func strconvQuote(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
