@@ -27,6 +27,9 @@ type ocRow struct {
 	// without it opencode.json has no permission (OpenCode runs bash).
 	setup bool
 	yolo  bool // opencode run --dangerously-skip-permissions
+	// agentAsk gives the build agent a "bash": "ask" of its own, which
+	// the plugin must answer too (or opencode run refuses after a yes).
+	agentAsk bool
 	// act is what happens: "yes" or "no" (a tap), "none" (nobody
 	// answers), "freeze" (the agent is stopped after the question),
 	// "down" (no agent), "missing" (no collie), "crash" (collie dies of
@@ -59,6 +62,7 @@ func TestOpenCode_CollieGate_D1(t *testing.T) {
 	rows := []ocRow{
 		{name: "control: no set-up, the tool runs", act: "none", wantRan: true},
 		{name: "yes runs it", setup: true, act: "yes", wantRan: true},
+		{name: "yes runs it, the agent's own ask too", setup: true, agentAsk: true, act: "yes", wantRan: true},
 		{name: "no blocks it", setup: true, act: "no", wantInRes: deny},
 		{name: "no, dangerously-skip-permissions", setup: true, yolo: true, act: "no", wantInRes: deny},
 		{name: "no answer denies at the timeout", setup: true, act: "none", wantInRes: "No answer from the user within 5s; Collie denies by default", wantWithin: ask.HookDeadline(hookWait)},
@@ -87,7 +91,16 @@ func runOpenCodeRow(t *testing.T, tc ocRow) {
 		fakemodel.ToolCall("bash", map[string]any{"command": command, "description": "make a mark"}),
 		fakemodel.Say("all done")})
 	defer api.Close()
-	if err := s.WriteFile(s.OpenCodeConfigPath(), OpenCodeConfig(api.URL, nil), 0o644); err != nil {
+	cfg := OpenCodeConfig(api.URL, nil)
+	if tc.agentAsk {
+		var m map[string]any
+		if err := json.Unmarshal(cfg, &m); err != nil {
+			t.Fatal(err)
+		}
+		m["agent"] = map[string]any{"build": map[string]any{"permission": map[string]any{"bash": "ask"}}}
+		cfg, _ = json.MarshalIndent(m, "", "  ")
+	}
+	if err := s.WriteFile(s.OpenCodeConfigPath(), cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	plugin := filepath.Join(filepath.Dir(s.OpenCodeConfigPath()), "plugin", "collie.js")

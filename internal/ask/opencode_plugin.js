@@ -78,15 +78,19 @@ function askCollie(input, args, directory) {
 
 export const CollieGate = async ({ directory }) => ({
   config: async (cfg) => {
-    const p = cfg && cfg.permission;
-    if (!p || typeof p !== "object") return;
-    for (const k of GATED_PERMISSIONS) {
-      if (p[k] === "ask") {
-        p[k] = "allow";
-      } else if (p[k] && typeof p[k] === "object") {
-        for (const pattern of Object.keys(p[k])) if (p[k][pattern] === "ask") p[k][pattern] = "allow";
+    const answer = (p) => {
+      if (!p || typeof p !== "object") return;
+      for (const k of GATED_PERMISSIONS) {
+        if (p[k] === "ask") {
+          p[k] = "allow";
+        } else if (p[k] && typeof p[k] === "object") {
+          for (const pattern of Object.keys(p[k])) if (p[k][pattern] === "ask") p[k][pattern] = "allow";
+        }
       }
-    }
+    };
+    if (!cfg) return;
+    answer(cfg.permission);
+    for (const a of Object.values(cfg.agent || {})) if (a) answer(a.permission);
   },
   "tool.execute.before": async (input, output) => {
     if (UNGATED.has(input.tool)) return;
