@@ -65,6 +65,9 @@ func cmdSetup(_ context.Context, e *env, args []string) error {
 		}
 	}
 	var edits []setupEdit
+	if !*noHook && h.HasHook() && h.Plugin != nil {
+		edits = append(edits, pluginEdit(h, h.PluginPath(e.getenv, home, *project), collie, *wait))
+	}
 	if !*noHook && h.HasHook() {
 		edits = append(edits, hookEdit(h, h.SettingsPath(e.getenv, home, *project), collie, *wait))
 	}
@@ -82,7 +85,25 @@ type setupEdit struct {
 	done  func(w io.Writer) // what the user now has, once written
 }
 
+// pluginEdit writes the plugin that runs the adapter, for a client whose
+// hook is a plugin (OpenCode).
+func pluginEdit(h *ask.HookClient, path, collie string, wait time.Duration) setupEdit {
+	return setupEdit{path: path, what: "loads collie's plugin",
+		merge: func(old []byte, _ string) ([]byte, bool, error) { return h.MergePlugin(old, collie, wait) },
+		done: func(w io.Writer) {
+			fmt.Fprintf(w, "%s asks your phone before %s.\n", h.Label, gatedWhat(h))
+			fmt.Fprintf(w, "A question waits %s; no answer, or any failure of collie, denies the tool.\n", wait)
+		}}
+}
+
 func hookEdit(h *ask.HookClient, path, collie string, wait time.Duration) setupEdit {
+	if h.Plugin != nil {
+		return setupEdit{path: path, what: `has "permission": "ask" for its tools`,
+			merge: func(old []byte, path string) ([]byte, bool, error) { return h.MergeSettings(old, path, collie, wait) },
+			done: func(w io.Writer) {
+				fmt.Fprintf(w, "Without collie's plugin, %s asks in its own window before it runs a command, edits a file or fetches a page (\"permission\": \"ask\").\n", h.Label)
+			}}
+	}
 	return setupEdit{path: path, what: "runs collie's hook",
 		merge: func(old []byte, path string) ([]byte, bool, error) { return h.MergeSettings(old, path, collie, wait) },
 		done: func(w io.Writer) {

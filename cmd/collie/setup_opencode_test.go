@@ -6,17 +6,22 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/collie-linux/collie/internal/agent/ask"
 )
 
-// TestSetupOpenCode_D1: OpenCode has no command hook, so collie setup
-// opencode writes only collie mcp, as OpenCode's "mcp" entry (type local,
-// the command in one array, enabled), into the user's opencode.json
-// ($XDG_CONFIG_HOME/opencode, ~/.config/opencode) or the project's: the
-// rest of the file kept in order, the old one backed up, a second run
-// changing nothing, --dry-run writing nothing, a broken file untouched,
-// and --no-mcp a usage error (nothing left to write).
+// TestSetupOpenCode_D1: collie setup opencode writes collie's plugin
+// (plugin/collie.js beside opencode.json, .opencode/plugin in a project),
+// "permission": "ask" for the gated tools, and collie mcp as OpenCode's
+// "mcp" entry (type local, the command in one array, enabled), into the
+// user's opencode.json ($XDG_CONFIG_HOME/opencode, ~/.config/opencode) or
+// the project's: the rest of the file kept in order, the old one backed
+// up, a second run changing nothing, --dry-run writing nothing, a broken
+// file untouched; --no-hook writes only the MCP entry, --no-mcp only the
+// plugin and the permissions.
 func TestSetupOpenCode_D1(t *testing.T) {
 	self, _ := os.Executable()
 	self, _ = filepath.EvalSymlinks(self)
@@ -43,7 +48,7 @@ func TestSetupOpenCode_D1(t *testing.T) {
 		{name: "dry_run", args: []string{"--dry-run"}, file: ".config/opencode/opencode.json", old: existing, dryRun: true},
 		{name: "broken_untouched", file: ".config/opencode/opencode.json", old: `{"mcp": {`, wantCode: 1, wantErr: "is not OpenCode settings collie can change"},
 		{name: "mcp_not_object", file: ".config/opencode/opencode.json", old: `{"mcp": []}`, wantCode: 1, wantErr: `"mcp": not a JSON object`},
-		{name: "no_mcp_usage", args: []string{"--no-mcp"}, file: ".config/opencode/opencode.json", wantCode: 2, wantErr: "OpenCode has no command hook, so with --no-mcp there is nothing to set up"},
+		{name: "no_mcp_plugin_only", args: []string{"--no-mcp"}, file: ".config/opencode/opencode.json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			home, project := t.TempDir(), t.TempDir()
@@ -89,14 +94,37 @@ func TestSetupOpenCode_D1(t *testing.T) {
 				t.Fatalf("exit %d: %s", code, errb.String())
 			}
 			var f struct {
-				MCP map[string]map[string]any `json:"mcp"`
+				MCP        map[string]map[string]any `json:"mcp"`
+				Permission map[string]any            `json:"permission"`
 			}
 			if err := json.Unmarshal(got, &f); err != nil {
 				t.Fatalf("%v:\n%s", err, got)
 			}
+			noHook, noMCP := slices.Contains(tc.args, "--no-hook"), slices.Contains(tc.args, "--no-mcp")
 			e := f.MCP["collie"]
-			if e["type"] != "local" || e["enabled"] != true || !reflect.DeepEqual(e["command"], []any{self, "mcp"}) || e["args"] != nil {
+			if noMCP != (e == nil) {
+				t.Fatalf("MCP entry %v with --no-mcp %v", e, noMCP)
+			}
+			if !noMCP && (e["type"] != "local" || e["enabled"] != true || !reflect.DeepEqual(e["command"], []any{self, "mcp"}) || e["args"] != nil) {
 				t.Fatalf("entry %v in\n%s", e, got)
+			}
+			plugin := filepath.Join(filepath.Dir(path), "plugin", "collie.js")
+			if strings.HasPrefix(tc.file, "P/") {
+				plugin = filepath.Join(project, ".opencode", "plugin", "collie.js")
+			}
+			pl, plErr := os.ReadFile(plugin)
+			if noHook != (plErr != nil) {
+				t.Fatalf("plugin %s: %v with --no-hook %v", plugin, plErr, noHook)
+			}
+			if !noHook {
+				if info := ask.ReadPlugin(pl); !info.Current || info.Collie != self || info.Wait != ask.SetupWait {
+					t.Fatalf("plugin %+v", info)
+				}
+				for _, p := range ask.OpenCodePermissions {
+					if f.Permission[p] != "ask" {
+						t.Fatalf("permission %v, want %s: ask", f.Permission, p)
+					}
+				}
 			}
 			last := -1
 			for _, k := range tc.keep {
@@ -106,7 +134,7 @@ func TestSetupOpenCode_D1(t *testing.T) {
 				}
 				last = i
 			}
-			if strings.Contains(out.String(), "asks your phone before") || !strings.Contains(out.String(), "OpenCode starts") {
+			if strings.Contains(out.String(), "asks your phone before") != !noHook || strings.Contains(out.String(), "OpenCode starts") == noMCP {
 				t.Fatalf("output:\n%s", out.String())
 			}
 			if (tc.old == "") != (len(backups) == 0) {
@@ -122,7 +150,7 @@ func TestSetupOpenCode_D1(t *testing.T) {
 			}
 			// Idempotent.
 			out.Reset()
-			if code := run(args, &out, &errb); code != 0 || strings.Contains(out.String(), "Wrote") || !strings.Contains(out.String(), "already has collie's MCP server") {
+			if code := run(args, &out, &errb); code != 0 || strings.Contains(out.String(), "Wrote") || strings.Contains(out.String(), "already has collie's MCP server") == noMCP {
 				t.Fatalf("second run: exit %d\n%s", code, out.String())
 			}
 			if again, _ := os.ReadFile(path); !bytes.Equal(again, got) {

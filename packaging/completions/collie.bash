@@ -85,7 +85,7 @@ _collie()
                     return
                     ;;
                 --hook)
-                    COMPREPLY=($(compgen -W "claude codex gemini" -- "$cur"))
+                    COMPREPLY=($(compgen -W "claude codex gemini opencode" -- "$cur"))
                     return
                     ;;
                 --choice | --form | --title | --rationale | --tool-call | --tool | --command | --timeout)

@@ -53,7 +53,7 @@ complete -c collie -n '__fish_seen_subcommand_from ask' -l hook -x -a claude -d 
 complete -c collie -n '__fish_seen_subcommand_from run' -l name -x -d "The run's agent name"
 complete -c collie -n '__fish_seen_subcommand_from run' -l no-systemd -d 'No scope from the user manager'
 complete -c collie -n '__fish_seen_subcommand_from run' -l sandbox -d 'Run the command under bubblewrap'
-complete -c collie -n '__fish_seen_subcommand_from ask' -l hook -x -a 'claude codex gemini' -d "Read a hook's JSON on stdin"
+complete -c collie -n '__fish_seen_subcommand_from ask' -l hook -x -a 'claude codex gemini opencode' -d "Read a hook's JSON on stdin"
 complete -c collie -n '__fish_seen_subcommand_from setup' -a 'claude codex gemini opencode' -d 'Coding agent'
 complete -c collie -n '__fish_seen_subcommand_from setup' -l project -r -a '(__fish_complete_directories)' -d 'Write the project settings in this folder'
 complete -c collie -n '__fish_seen_subcommand_from setup' -l dry-run -d 'Print the change and write nothing'

@@ -23,6 +23,9 @@ type HookClient struct {
 	// Tools maps the client's tool names to the names QuestionFor knows
 	// (Gemini's run_shell_command is Bash); the grant keeps the client's.
 	Tools map[string]string
+	// InputKeys maps the tool input's keys QuestionFor reads to the
+	// client's (OpenCode's filePath for file_path).
+	InputKeys map[string]string
 	// ClientDefault is the client's own hook timeout when its config
 	// gives none: the adapter's default wait fits inside it.
 	ClientDefault time.Duration
@@ -40,6 +43,9 @@ type HookClient struct {
 	// MCP is where the client keeps its MCP servers (mcpconfig.go):
 	// collie setup adds collie mcp there, collie doctor checks it.
 	MCP *MCPFormat
+	// Plugin is the plugin file that runs the adapter, for a client
+	// whose hook is a plugin (OpenCode, opencode.go); nil for the others.
+	Plugin *PluginFormat
 }
 
 // The adapter's deadlines. The question times out after the wait (the
@@ -71,7 +77,7 @@ func (h *HookClient) DefaultWait() time.Duration {
 }
 
 // HookClients is the table of adapters, one row per client. A row
-// without a hook (OpenCode) has only its MCP part.
+// without a hook would have only its MCP part.
 func HookClients() []*HookClient {
 	return []*HookClient{claudeHook, codexHook, geminiHook, opencodeClient}
 }
@@ -187,12 +193,23 @@ var geminiHook = &HookClient{
 	MCP:      geminiMCP,
 }
 
-// OpenCode 1.18 has no command hook: its permission prompts are its own
-// (answered over opencode serve), so collie setup writes only collie mcp
-// into its config.
+// OpenCode 1.18 has no command hook: collie's plugin (opencode.go) runs
+// the adapter from its "tool.execute.before" and stops the tool unless it
+// prints an allow at exit status 0. OpenCode has no timeout of its own for
+// a plugin; the plugin's, ClientTimeoutFor the wait, plays that part.
 var opencodeClient = &HookClient{
-	Name: "opencode", Label: "OpenCode",
-	MCP: opencodeMCP,
+	Name: "opencode", Label: "OpenCode", Events: []string{"tool.execute.before"},
+	Tools: map[string]string{"bash": "Bash", "write": "Write", "edit": "Edit", "apply_patch": "Patch", "read": "Read",
+		"webfetch": "WebFetch", "websearch": "WebSearch"},
+	InputKeys:     map[string]string{"file_path": "filePath", "old_string": "oldString", "new_string": "newString"},
+	ClientDefault: ClientTimeoutFor(SetupWait),
+	Print: func(stdout, _ io.Writer, _ string, allow bool, reason string) int {
+		printJSON(stdout, map[string]string{"decision": decisionWord(allow), "reason": reason})
+		return 0
+	},
+	Settings: opencodeSettings,
+	MCP:      opencodeMCP,
+	Plugin:   opencodePlugin,
 }
 
 func decisionWord(allow bool) string {

@@ -21,8 +21,11 @@ import (
 // hookInput is a tool call as client h sends it to its hook.
 func hookInput(h *HookClient, id string) string {
 	tool, event := "Bash", h.Events[0]
-	if h.Name == "gemini" {
+	switch h.Name {
+	case "gemini":
 		tool = "run_shell_command"
+	case "opencode":
+		tool = "bash"
 	}
 	b, _ := json.Marshal(map[string]any{"session_id": "s1", "cwd": "/home/ana/src/shop", "hook_event_name": event,
 		"tool_name": tool, "tool_input": map[string]any{"command": "make deploy"}, "tool_use_id": id})
@@ -47,6 +50,13 @@ func decisionOf(t *testing.T, h *HookClient, r askResult) (allow bool, reason st
 		}
 		if allow := o.Decision == "allow"; allow != (r.code == 0) || (!allow && (r.code != 2 || !strings.Contains(r.stderr, o.Reason))) {
 			t.Fatalf("decision %q with exit %d and stderr %q: a deny is exit 2 with the reason on stderr", o.Decision, r.code, r.stderr)
+		}
+		return o.Decision == "allow", o.Reason
+	case "opencode":
+		// The plugin lets the tool run only for an allow at exit 0.
+		var o struct{ Decision, Reason string }
+		if err := json.Unmarshal([]byte(r.stdout), &o); err != nil || r.code != 0 {
+			t.Fatalf("stdout %q exit %d: %v", r.stdout, r.code, err)
 		}
 		return o.Decision == "allow", o.Reason
 	case "codex":

@@ -44,7 +44,7 @@ const (
 // Usage is the help text; prog is "collie ask" or "collie-agent ask".
 func usage(prog string) string {
 	return fmt.Sprintf(`Usage: %[1]s KIND [OPTIONS] [TITLE]
-       %[1]s --hook claude|codex|gemini [--agent NAME | --socket PATH] [--timeout DURATION]
+       %[1]s --hook claude|codex|gemini|opencode [--agent NAME | --socket PATH] [--timeout DURATION]
 
 Ask the user a question on their paired device and wait for the answer.
 
@@ -64,7 +64,7 @@ Options:
   --json                    print the decision as JSON
   --agent NAME              ask through collie-agent@NAME (default: $COLLIE_AGENT, or the only agent)
   --socket PATH             ask through the agent listening at PATH
-  --hook CLIENT             be CLIENT's tool hook (claude, codex, gemini): read its hook
+  --hook CLIENT             be CLIENT's tool hook (claude, codex, gemini, opencode): read its hook
                             input on stdin, print its decision; deny on any failure
   -h, --help                show this help
 

@@ -257,8 +257,6 @@ func TestAskOutcomes(t *testing.T) {
 		{"bad_form", []string{"--form", "nolabel", "T?"}, "is not ID=LABEL"},
 		{"command_without_tool", []string{"--yes-no", "--command", "ls", "T?"}, "--command needs --tool"},
 		{"unknown_hook", []string{"--hook", "cursor"}, "the adapters are: claude, codex, gemini"},
-		// OpenCode's row has only MCP: no adapter to run, and a clear refusal.
-		{"opencode_has_no_hook", []string{"--hook", "opencode"}, "OpenCode has no command hook to answer; give it collie's tools with collie setup opencode (collie mcp), or run it under collie run"},
 	} {
 		t.Run("usage/"+u.name, func(t *testing.T) {
 			r := wait(t, runAsk(a, "", u.args...))

@@ -165,6 +165,9 @@ func questionFor(h *HookClient, in PreToolUse) wire.AskRequest {
 	var ti map[string]any
 	jsonstrict.Unmarshal(in.ToolInput, &ti) // checked whole in hookClaude; broken, it shows nothing
 	str := func(k string) string {
+		if c, ok := h.InputKeys[k]; ok {
+			k = c
+		}
 		s, _ := ti[k].(string)
 		return s
 	}
@@ -193,6 +196,10 @@ func questionFor(h *HookClient, in PreToolUse) wire.AskRequest {
 		command = str("notebook_path")
 		title = "Edit notebook " + command
 		detail = str("new_source")
+	case "Patch": // OpenCode's apply_patch
+		command = str("patchText")
+		title = "Apply a patch"
+		detail = command
 	case "Read":
 		command = str("file_path")
 		title = "Read " + command

@@ -64,7 +64,8 @@ var codexMCP = &MCPFormat{UserFile: ".codex/config.toml", ProjectFile: ".codex/c
 // OpenCode keeps them under "mcp" in opencode.json: the user's in
 // $XDG_CONFIG_HOME/opencode (~/.config/opencode), a project's at its top.
 var opencodeMCP = &MCPFormat{UserFile: ".config/opencode/opencode.json", ProjectFile: "opencode.json",
-	HomeEnv: "XDG_CONFIG_HOME", HomeEnvFile: "opencode/opencode.json", Key: "mcp", Type: "local", CommandArray: true}
+	HomeEnv: "XDG_CONFIG_HOME", HomeEnvFile: "opencode/opencode.json", Key: "mcp", Type: "local", CommandArray: true,
+	ToolPrefix: MCPServerName + "_"}
 
 // isCollieMCPTool reports whether the hook's tool is one of collie mcp's
 // own, as the client names it.

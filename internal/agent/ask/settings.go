@@ -26,6 +26,9 @@ type SettingsFormat struct {
 	// HomeEnv names the variable that moves the user's file's folder
 	// (Codex's CODEX_HOME); UserFile's base name is then under it.
 	HomeEnv string
+	// HomeEnvFile is the file's path under the HomeEnv folder; "" is
+	// UserFile's base name.
+	HomeEnvFile string
 	// format reads and writes the file; nil is the JSON hooks.EVENT shape.
 	format settingsFile
 }
@@ -62,6 +65,9 @@ func (h *HookClient) SettingsPath(getenv func(string) string, home, project stri
 	}
 	if h.Settings.HomeEnv != "" && getenv != nil {
 		if d := getenv(h.Settings.HomeEnv); d != "" {
+			if h.Settings.HomeEnvFile != "" {
+				return filepath.Join(d, h.Settings.HomeEnvFile)
+			}
 			return filepath.Join(d, filepath.Base(h.Settings.UserFile))
 		}
 	}

@@ -42,8 +42,9 @@ func ClientsFromSystem(getenv func(string) string, lookPath func(string) (string
 
 // checkCodingAgents makes a row per coding agent that is installed (its
 // command on the PATH) or configured (its settings exist): for a client
-// with a hook (not OpenCode), whether the hook is there, fails closed, has timeouts that let collie's deny come
-// first, and is trusted where the client asks for trust; and for every
+// with a hook, whether the hook is there, fails closed, has timeouts that
+// let collie's deny come first, and is trusted where the client asks for
+// trust (for OpenCode, whose hook is a plugin, pluginRow); and for every
 // client, whether it runs under collie run now.
 func checkCodingAgents(_ context.Context, e *Env) []Row {
 	c := e.Clients
@@ -80,7 +81,11 @@ func checkCodingAgents(_ context.Context, e *Env) []Row {
 		for _, r := range bad {
 			rows = append(rows, r.about(h.Label))
 		}
-		if len(bad) == 0 && h.HasHook() {
+		switch {
+		case len(bad) > 0:
+		case h.Plugin != nil:
+			rows = append(rows, c.pluginRow(h, entries, where).about(h.Label))
+		case h.HasHook():
 			rows = append(rows, c.hookRow(h, entries, where).about(h.Label))
 		}
 		rows = append(rows, mcpRow.about(h.Label+" MCP server"))
@@ -142,7 +147,7 @@ func (c *Clients) mcpRow(h *ask.HookClient) (Row, []string) {
 func (c *Clients) settingsFiles(h *ask.HookClient) []string {
 	var files []string
 	if !h.HasHook() {
-		return nil // a client with MCP only (OpenCode)
+		return nil // a client with MCP only
 	}
 	if c.Home != "" {
 		files = append(files, h.SettingsPath(c.Getenv, c.Home, ""))

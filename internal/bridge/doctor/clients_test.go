@@ -19,6 +19,8 @@ func TestCodingAgents_D1(t *testing.T) {
 	claude := ask.HookClientNamed("claude")
 	gemini := ask.HookClientNamed("gemini")
 	codex := ask.HookClientNamed("codex")
+	opencode := ask.HookClientNamed("opencode")
+	plugin := string(ask.PluginSource(collie, ask.SetupWait))
 	merged := func(h *ask.HookClient, wait time.Duration) string {
 		b, _, err := h.MergeSettings(nil, "/home/u/"+h.Settings.UserFile, collie, wait)
 		if err != nil {
@@ -26,6 +28,7 @@ func TestCodingAgents_D1(t *testing.T) {
 		}
 		return string(b)
 	}
+	ocConfig := merged(opencode, ask.SetupWait)
 	for _, tc := range []struct {
 		name      string
 		installed []string
@@ -49,8 +52,28 @@ func TestCodingAgents_D1(t *testing.T) {
 		{name: "gemini set up, broken claude", runnable: true,
 			files: map[string]string{".gemini/settings.json": merged(gemini, ask.SetupWait), ".claude/settings.json": "{"},
 			want:  map[string]Status{"Gemini CLI": OK, "Claude Code": Fail}, wantMsg: "outlives its timeout"},
-		// OpenCode has no command hook: no hook row, so no "hook missing" warning.
-		{name: "opencode has no hook row", installed: []string{"opencode"}, want: map[string]Status{}},
+		// OpenCode's hook is collie's plugin, with "permission": "ask" behind it.
+		{name: "opencode without plugin", installed: []string{"opencode"}, want: map[string]Status{"OpenCode": Warn}, wantMsg: "without collie's plugin"},
+		{name: "opencode set up", installed: []string{"opencode"}, runnable: true,
+			files: map[string]string{".config/opencode/plugin/collie.js": plugin, ".config/opencode/opencode.json": ocConfig},
+			want:  map[string]Status{"OpenCode": OK}, wantMsg: "the plugin itself by 2m15s; if collie cannot run, the plugin denies"},
+		{name: "opencode collie missing", installed: []string{"opencode"}, runnable: false,
+			files: map[string]string{".config/opencode/plugin/collie.js": plugin, ".config/opencode/opencode.json": ocConfig},
+			want:  map[string]Status{"OpenCode": Fail}, wantMsg: "OpenCode denies every tool the plugin gates"},
+		{name: "opencode plugin edited", runnable: true,
+			files: map[string]string{".config/opencode/plugin/collie.js": strings.Replace(plugin, "throw new Error", "console.log", 1), ".config/opencode/opencode.json": ocConfig},
+			want:  map[string]Status{"OpenCode": Fail}, wantMsg: "was changed"},
+		{name: "opencode not collie's plugin", runnable: true,
+			files: map[string]string{".config/opencode/plugin/collie.js": "export const X = async () => ({})\n", ".config/opencode/opencode.json": ocConfig},
+			want:  map[string]Status{"OpenCode": Warn}, wantMsg: "is not collie's plugin"},
+		{name: "opencode plugin twice", runnable: true,
+			files: map[string]string{".config/opencode/plugin/collie.js": plugin, "p/.opencode/plugin/collie.js": plugin, ".config/opencode/opencode.json": ocConfig},
+			want:  map[string]Status{"OpenCode": Warn}, wantMsg: "asks your phone twice"},
+		{name: "opencode bash allowed without the plugin", runnable: true,
+			files: map[string]string{".config/opencode/plugin/collie.js": plugin, ".config/opencode/opencode.json": `{"permission": {"*": "allow", "edit": "ask", "webfetch": "ask", "websearch": "deny", "bash": {"git *": "allow", "*": "ask"}}}`},
+			want:  map[string]Status{"OpenCode": Warn}, wantMsg: "would run bash unasked"},
+		{name: "opencode no config", installed: []string{"opencode"}, runnable: true, files: map[string]string{".config/opencode/plugin/collie.js": plugin},
+			want: map[string]Status{"OpenCode": Warn}, wantMsg: "would run bash, edit, webfetch, websearch unasked"},
 		{name: "codex without hook", installed: []string{"codex"}, want: map[string]Status{"Codex": Warn}, wantMsg: "Codex is installed without"},
 		{name: "codex set up", runnable: true, files: map[string]string{".codex/config.toml": merged(codex, ask.SetupWait)},
 			want: map[string]Status{"Codex": OK}, wantMsg: "Codex's own timeout is 2m15s"},
@@ -58,7 +81,7 @@ func TestCodingAgents_D1(t *testing.T) {
 			want: map[string]Status{"Codex": Fail}, wantMsg: "skips collie's hook"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &Clients{Home: "/home/u", Getenv: func(string) string { return "" },
+			c := &Clients{Home: "/home/u", Project: "/home/u/p", Getenv: func(string) string { return "" },
 				LookPath: func(f string) (string, error) {
 					for _, i := range tc.installed {
 						if i == f {
@@ -144,15 +167,16 @@ func TestCodingAgentsMCP_D1(t *testing.T) {
 			want: map[string]Status{"Claude Code MCP server": Warn}, wantMsg: "/home/u/.claude.json: settings file: not JSON"},
 		{name: "codex server", runnable: true, files: map[string]string{".codex/config.toml": mcp(codex, "model = \"o3\"\n")},
 			want: map[string]Status{"Codex MCP server": OK}, wantMsg: "Codex can ask you a question itself"},
-		{name: "opencode without server", installed: []string{"opencode"}, want: map[string]Status{"OpenCode MCP server": OK}, wantMsg: "collie setup opencode adds it"},
+		{name: "opencode without server", installed: []string{"opencode"}, want: map[string]Status{"OpenCode MCP server": OK}, wantMsg: "collie setup opencode --no-hook adds it"},
 		{name: "opencode user server", runnable: true, files: map[string]string{".config/opencode/opencode.json": mcp(opencode, `{"$schema": "https://opencode.ai/config.json"}`)},
 			want: map[string]Status{"OpenCode MCP server": OK}, wantMsg: "in /home/u/.config/opencode/opencode.json: OpenCode can ask you"},
 		{name: "opencode project server", runnable: true, files: map[string]string{"p/opencode.json": mcp(opencode, "")},
 			want: map[string]Status{"OpenCode MCP server": OK}, wantMsg: "in /home/u/p/opencode.json"},
 		{name: "opencode wrong command", runnable: true, files: map[string]string{"p/opencode.json": `{"mcp": {"collie": {"type": "local", "command": ["/usr/bin/collie", "ask"]}}}`},
 			want: map[string]Status{"OpenCode MCP server": Warn}, wantMsg: "runs /usr/bin/collie ask, not /usr/bin/collie mcp"},
-		{name: "opencode broken config", installed: []string{"opencode"}, files: map[string]string{".config/opencode/opencode.json": `{`},
-			want: map[string]Status{"OpenCode MCP server": Warn}, wantMsg: "/home/u/.config/opencode/opencode.json: settings file"},
+		// The OpenCode row says what is wrong with the file; the MCP row once.
+		{name: "opencode broken config said once", installed: []string{"opencode"}, files: map[string]string{".config/opencode/opencode.json": `{`},
+			want: map[string]Status{"OpenCode MCP server": OK}, wantMsg: "not set up for OpenCode"},
 		{name: "gemini broken settings said once", files: map[string]string{".gemini/settings.json": `{`},
 			want: map[string]Status{"Gemini CLI MCP server": OK}, wantMsg: "not set up for Gemini CLI"},
 	} {

@@ -26,7 +26,7 @@ func TestSetupMCP_RealClients_D1(t *testing.T) {
 		{client: Claude, want: []string{"collie: COLLIE mcp - ✔ Connected"}},
 		{client: Gemini, env: []string{"GEMINI_CLI_TRUST_WORKSPACE=true"}, want: []string{"collie: COLLIE mcp (stdio)"}},
 		{client: Codex, want: []string{"collie", "COLLIE", "mcp", "enabled"}},
-		// OpenCode has no hook: setup writes only its "mcp" entry.
+		// OpenCode: setup also writes its plugin; mcp list still loads it.
 		{client: OpenCode, env: []string{"OPENCODE_DISABLE_MODELS_FETCH=true", "OPENCODE_DISABLE_AUTOUPDATE=true"}, want: []string{"✓ collie", "connected", "COLLIE mcp"}},
 	} {
 		t.Run(string(tc.client), func(t *testing.T) {
