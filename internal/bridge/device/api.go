@@ -90,6 +90,10 @@ type API struct {
 	refusals *refusals
 	outlook  *tracker // what devices read, with revisions (reads.go)
 
+	// identify names who a refused credential belongs to
+	// (Store.Identify); a field so that tests count its calls.
+	identify func(cred string) string
+
 	// beforeStream, when set (tests), runs after an event stream's request
 	// arrived and before it is registered: where a revoke used to slip in.
 	beforeStream func()
@@ -117,6 +121,7 @@ func NewAPI(o Options) *API {
 		srcPair:  newLimiter(0.2, 5, o.Now),
 		srcAgent: newLimiter(5, 40, o.Now),
 	}
+	a.identify = o.Store.Identify
 	a.refusals = newRefusals(RefusalWindow, a.record)
 	a.outlook = newTracker(o.Backend.View, epoch())
 	return a

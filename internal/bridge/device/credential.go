@@ -24,7 +24,7 @@ type unpaired struct {
 // revoked device's, one the bridge does not know. device is who it was
 // for the audit log (Store.Identify).
 func (a *API) whyUnpaired(cred string) (device string, u unpaired) {
-	device = a.o.Store.Identify(cred)
+	device = a.identify(cred)
 	switch device {
 	case NoDevice:
 		return device, unpaired{CodeNotPaired,

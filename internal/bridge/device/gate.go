@@ -1,6 +1,7 @@
 package device
 
 import (
+	"container/list"
 	"context"
 	"fmt"
 	"math"
@@ -48,7 +49,7 @@ func credential(r *http.Request) string {
 // GET only; every other method goes through write, which puts the write
 // gate in front of the handler: a state-changing route outside the gate
 // cannot be registered. ServeHTTP refuses a request for another host
-// before any route, and refuses a state-changing method on a route the
+// before any route (the one Host check: the gate relies on it), and refuses a state-changing method on a route the
 // gate does not guard (TestEveryWriteIsGated walks the routes).
 type router struct {
 	a      *API
@@ -171,45 +172,48 @@ func (c *call) refuseAs(w http.ResponseWriter, device string, status int, code, 
 	apiError(w, status, code, msg)
 }
 
-// gate is the write gate (D6), in front of every state-changing route:
+// gate is the write gate (D6), in front of every state-changing route.
+// The router has refused a request for another host before any route
+// (421 wrong-host); the gate then asks:
 //
-//  1. the Host is this site's (421 wrong-host);
-//  2. the request is from this site's own page: Origin on the site's list
+//  1. the request is from this site's own page: Origin on the site's list
 //     (or none, from a client outside a browser), and the header
 //     Collie-Write: 1 (403 cross-site). These come before any limit, so a
 //     cross-site page in the device's own browser uses up nothing;
-//  3. the source's rate (429 rate-limited);
-//  4. where needed, a paired device's credential (401 not-paired, or
+//  2. the source's rate (429 rate-limited);
+//  3. where needed, a paired device's credential (401 not-paired, or
 //     revoked for a revoked device's: whyUnpaired),
 //     authenticated and registered in one step, so a revoke cuts the
 //     request off;
-//  5. the device's rate (429 rate-limited).
+//  4. the device's rate (429 rate-limited).
 //
 // Every refusal is recorded through refusals: the first of a kind at
-// once, repeats counted.
+// once, repeats counted. Who a refused credential belongs to is looked up
+// once, and only for a refusal: a write that passes never pays for it.
 func (a *API) gate(spec gateSpec, next gatedFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := &call{a: a, source: sourceOf(r), agent: r.PathValue("agent"), write: spec.write}
-		device := NoDevice
-		if spec.paired {
-			device = a.o.Store.Identify(credential(r))
-		}
-		if !a.site.hostOK(r) {
-			c.refuseAs(w, device, http.StatusMisdirectedRequest, "wrong-host", "this is not the address of Collie's device API; open the address collie pair prints", nil)
-			return
+		cred := credential(r)
+		// who names the device a refusal before the credential's check is
+		// recorded as (none for a route that takes no credential).
+		who := func() string {
+			if !spec.paired {
+				return NoDevice
+			}
+			return a.identify(cred)
 		}
 		if !a.site.originOK(r) || r.Header.Get(WriteHeader) != "1" {
-			c.refuseAs(w, device, http.StatusForbidden, "cross-site", "a write needs the "+WriteHeader+": 1 header from this bridge's own page", nil)
+			c.refuseAs(w, who(), http.StatusForbidden, "cross-site", "a write needs the "+WriteHeader+": 1 header from this bridge's own page", nil)
 			return
 		}
 		if ok, wait := spec.source.take(c.source); !ok {
-			c.refuseAs(w, device, http.StatusTooManyRequests, "rate-limited", spec.source.refusal(w, "requests from this address", wait), nil)
+			c.refuseAs(w, who(), http.StatusTooManyRequests, "rate-limited", spec.source.refusal(w, "requests from this address", wait), nil)
 			return
 		}
 		if spec.paired {
-			d, _, ctx, leave, ok := a.feed.enter(r.Context(), credential(r), false)
+			d, _, ctx, leave, ok := a.feed.enter(r.Context(), cred, false)
 			if !ok {
-				dev, u := a.whyUnpaired(credential(r))
+				dev, u := a.whyUnpaired(cred)
 				c.refuseAs(w, dev, http.StatusUnauthorized, u.code, u.message+"; "+u.hint, nil)
 				return
 			}
@@ -233,20 +237,25 @@ type limiter struct {
 	now   func() time.Time
 
 	mu      sync.Mutex
-	buckets map[string]*bucket
+	buckets map[string]*list.Element // of order; values are *bucket
+	order   *list.List               // least recently used first
 }
 
 type bucket struct {
+	key    string
 	tokens float64
 	last   time.Time
 }
 
-// maxBuckets bounds a limiter's memory: past it, buckets that have filled
-// up again (idle keys) are forgotten, which changes nothing for them.
+// maxBuckets bounds a limiter's memory: it never holds more buckets than
+// this. Past it, the least recently used bucket is forgotten. That key,
+// if it comes back, starts again with a full burst, as a new key does:
+// a flood of distinct keys gains nothing it does not have already, and a
+// key in steady use is the last to go, so it keeps its place.
 const maxBuckets = 4096
 
 func newLimiter(rate, burst float64, now func() time.Time) *limiter {
-	return &limiter{rate: rate, burst: burst, now: now, buckets: map[string]*bucket{}}
+	return &limiter{rate: rate, burst: burst, now: now, buckets: map[string]*list.Element{}, order: list.New()}
 }
 
 // take takes a token for key; without one, wait is how long until the
@@ -255,14 +264,19 @@ func (l *limiter) take(key string) (ok bool, wait time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	b, ok := l.buckets[key]
-	if !ok {
-		if len(l.buckets) >= maxBuckets {
-			l.prune(now)
+	e, ok := l.buckets[key]
+	if ok {
+		l.order.MoveToBack(e)
+	} else {
+		if l.order.Len() >= maxBuckets {
+			oldest := l.order.Front()
+			delete(l.buckets, oldest.Value.(*bucket).key)
+			l.order.Remove(oldest)
 		}
-		b = &bucket{tokens: l.burst, last: now}
-		l.buckets[key] = b
+		e = l.order.PushBack(&bucket{key: key, tokens: l.burst, last: now})
+		l.buckets[key] = e
 	}
+	b := e.Value.(*bucket)
 	b.tokens = min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
 	b.last = now
 	if b.tokens < 1 {
@@ -296,12 +310,4 @@ func (l *limiter) describe() string {
 		rate = fmt.Sprintf("one every %g seconds", 1/l.rate)
 	}
 	return fmt.Sprintf("at most %g at once, then %s", l.burst, rate)
-}
-
-func (l *limiter) prune(now time.Time) {
-	for k, b := range l.buckets {
-		if b.tokens+now.Sub(b.last).Seconds()*l.rate >= l.burst {
-			delete(l.buckets, k)
-		}
-	}
 }

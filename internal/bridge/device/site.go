@@ -149,6 +149,11 @@ func (s *Site) hostMatch(r *http.Request, connScheme, want, hostport string) boo
 // its Origin, when the browser sends one, is on the list; without Origin,
 // Sec-Fetch-Site (when sent) says same-origin or a user's own navigation.
 // A client outside a browser sends neither.
+//
+// It is not http.CrossOriginProtection, which compares Origin with the
+// request's own Host (the page's to choose) whatever the scheme, believes
+// Sec-Fetch-Site over an Origin of another site, and passes every read:
+// TestSite_StricterThanCrossOriginProtection_D6 shows each.
 func (s *Site) originOK(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {

@@ -47,6 +47,7 @@ func TestSite_HostAndOrigin(t *testing.T) {
 		{"loopback_origin_null", loop, "127.0.0.1:8780", "null", "", "127.0.0.1:8780", true, false},
 		{"loopback_origin_with_path", loop, "127.0.0.1:8780", "http://127.0.0.1:8780/x", "", "127.0.0.1:8780", true, false},
 		{"loopback_cross_site_without_origin", loop, "127.0.0.1:8780", "", "cross-site", "127.0.0.1:8780", true, false},
+		{"loopback_same_origin_claimed_over_foreign_origin", loop, "127.0.0.1:8780", "http://evil.invalid", "same-origin", "127.0.0.1:8780", true, false},
 		{"loopback_same_site_is_not_same_origin", loop, "127.0.0.1:8780", "", "same-site", "127.0.0.1:8780", true, false},
 		{"rebinding_name", loop, "rebind.invalid:8780", "http://rebind.invalid:8780", "", "127.0.0.1:8780", false, false},
 		{"rebinding_name_no_port", loop, "rebind.invalid", "", "", "127.0.0.1:8780", false, true},
