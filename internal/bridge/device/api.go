@@ -2,7 +2,6 @@ package device
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/bridge/audit"
+	"github.com/collie-linux/collie/internal/bridge/device/apierr"
 	"github.com/collie-linux/collie/internal/bridge/device/web"
 	"github.com/collie-linux/collie/internal/bridge/view"
 	"github.com/collie-linux/collie/internal/login/loginwire"
@@ -140,7 +140,7 @@ func (a *API) record(r refusal) {
 		return
 	}
 	what := "refused a request for another host name (a page on another site?)"
-	if r.Code == "cross-site" && r.Write == "" {
+	if r.Code == string(apierr.CrossSiteCode) && r.Write == "" {
 		what = "refused a read from another site's page"
 	}
 	switch r.Write {
@@ -220,7 +220,7 @@ func (a *API) authed(next http.HandlerFunc) http.Handler {
 // revokedMidRead answers a read whose device was revoked while it was
 // being made (its context ended; a client that went away reads nothing).
 func revokedMidRead(w http.ResponseWriter) {
-	apiErrorHint(w, http.StatusUnauthorized, CodeRevoked, "this device was revoked (collie devices revoke)", "pair it again with: collie pair")
+	apierr.Write(w, apierr.Revoked)
 }
 
 // replyRead writes a read's reply, unless the device was revoked while it
@@ -249,11 +249,15 @@ type PairReply struct {
 func (a *API) pair(w http.ResponseWriter, r *http.Request, c *call) {
 	var req PairRequest
 	if err := decodeBody(r, &req); err != nil {
-		c.refuse(w, http.StatusBadRequest, wire.CodeBadRequest, err.Error(), nil)
+		c.refuse(w, nil, apierr.BadRequest, err.Error())
 		return
 	}
 	if err := a.o.Pairings.Redeem(req.Secret); err != nil {
-		c.refuse(w, http.StatusForbidden, "pairing-refused", err.Error(), nil)
+		why := apierr.PairingUnknown
+		if errors.Is(err, ErrPairingExpired) {
+			why = apierr.PairingExpired
+		}
+		c.refuse(w, nil, why)
 		return
 	}
 	// A device the user did not name is named after its browser and
@@ -264,7 +268,7 @@ func (a *API) pair(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	d, cred, err := a.o.Store.Add(name)
 	if err != nil {
-		apiErrorHint(w, http.StatusInternalServerError, "internal", "the bridge could not save the device", "see journalctl --user -u collie")
+		apierr.Write(w, apierr.DeviceNotSaved)
 		a.o.Log.Error("save a paired device", "err", err)
 		return
 	}
@@ -302,7 +306,7 @@ func (a *API) receipts(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("since"); v != "" {
 		t, err := time.Parse(time.RFC3339, v)
 		if err != nil {
-			apiError(w, http.StatusBadRequest, wire.CodeBadRequest, "since must be a time like 2026-12-02T10:00:00Z")
+			apierr.Write(w, apierr.BadSince)
 			return
 		}
 		since = t
@@ -310,7 +314,7 @@ func (a *API) receipts(w http.ResponseWriter, r *http.Request) {
 	list, err := a.o.Audit.Receipts(deviceOf(r.Context()).ID, since)
 	if err != nil {
 		a.o.Log.Error("read receipts", "err", err)
-		apiErrorHint(w, http.StatusInternalServerError, "internal", "the bridge could not read the receipts", "see journalctl --user -u collie")
+		apierr.Write(w, apierr.ReceiptsUnread)
 		return
 	}
 	if list == nil {
@@ -326,13 +330,10 @@ type AnswerRequest struct {
 	Confirm string `json:"confirm,omitempty"`
 }
 
-// ConfirmReply is the body of 428 always-allow-confirm: tap again with the
-// token to apply the answer.
+// ConfirmReply is the body of 428 confirm-always: tap again with the
+// token to apply the answer. Its error is the table's row.
 type ConfirmReply struct {
-	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
+	apierr.ErrorBody
 	Confirm string      `json:"confirm"`
 	Expires time.Time   `json:"expires"`
 	Scope   *wire.Scope `json:"scope,omitempty"`
@@ -340,18 +341,22 @@ type ConfirmReply struct {
 
 // noSuchWrite answers a write name the API does not have.
 func (a *API) noSuchWrite(w http.ResponseWriter, r *http.Request, c *call) {
+	refuseNoSuchWrite(w, r.PathValue("write"))
+}
+
+func refuseNoSuchWrite(w http.ResponseWriter, name string) {
 	var names []string
 	for _, wr := range wire.Writes() {
 		names = append(names, wr.Name)
 	}
-	apiErrorHint(w, http.StatusNotFound, wire.CodeNotFound, fmt.Sprintf("there is no write called %q", r.PathValue("write")), "use one of "+strings.Join(names, ", "))
+	apierr.Write(w, apierr.NoSuchWrite, name, strings.Join(names, ", "))
 }
 
 // write runs a write that passed the gate (D6): the request is checked
 // and forwarded, and recorded either way.
 func (a *API) write(w http.ResponseWriter, r *http.Request, c *call) {
 	d, agent, name := c.dev, c.agent, c.write
-	refuse := func(status int, code, msg string, req wire.Request) { c.refuse(w, status, code, msg, req) }
+	refuse := func(req wire.Request, why apierr.Reason, args ...any) { c.refuse(w, req, why, args...) }
 	wr, err := wire.WriteNamed(name)
 	if err != nil {
 		a.noSuchWrite(w, r, c)
@@ -363,16 +368,16 @@ func (a *API) write(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	req := wr.New()
 	if err := decodeRequest(r, req); err != nil {
-		refuse(http.StatusBadRequest, wire.CodeBadRequest, err.Error(), nil)
+		refuse(nil, apierr.BadRequest, err.Error())
 		return
 	}
 	a.forward(w, r.Context(), d, agent, req, nil)
 }
 
-func (a *API) answer(w http.ResponseWriter, r *http.Request, d Device, agent string, refuse func(int, string, string, wire.Request)) {
+func (a *API) answer(w http.ResponseWriter, r *http.Request, d Device, agent string, refuse func(wire.Request, apierr.Reason, ...any)) {
 	var req AnswerRequest
 	if err := decodeRequest(r, &req); err != nil {
-		refuse(http.StatusBadRequest, wire.CodeBadRequest, err.Error(), nil)
+		refuse(nil, apierr.BadRequest, err.Error())
 		return
 	}
 	ans := &req.AnswerRequest
@@ -380,44 +385,49 @@ func (a *API) answer(w http.ResponseWriter, r *http.Request, d Device, agent str
 	// snapshot: the second device is told who answered, and when (D9).
 	qkey := decisionKey(agent, ans.Conversation, wire.Question{ID: ans.Question})
 	if prev, ok := a.decided.get(qkey); ok {
-		refuse(http.StatusConflict, wire.CodeAlreadyDecided, fmt.Sprintf("this question was answered already, by %s at %s", prev.DeviceName, prev.At.Format(time.RFC3339)), ans)
+		refuse(ans, apierr.AlreadyDecided, prev.DeviceName, prev.At.Format(time.RFC3339))
 		return
 	}
 	q, ok := a.question(agent, ans.Conversation, ans.Question)
 	if !ok {
-		refuse(http.StatusNotFound, wire.CodeUnknownQuestion, "there is no such open question; it may have been answered or withdrawn", ans)
+		refuse(ans, apierr.NoQuestion)
 		return
 	}
 	if q.Revision != ans.Revision {
-		refuse(http.StatusConflict, wire.CodeStaleRevision, fmt.Sprintf("the question changed (revision %d, not %d); read it again before you answer", q.Revision, ans.Revision), ans)
+		refuse(ans, apierr.StaleRevision, q.Revision, ans.Revision)
 		return
 	}
 	key := decisionKey(agent, ans.Conversation, q)
 	if ans.Always {
 		if !q.AllowAlways {
-			refuse(http.StatusUnprocessableEntity, wire.CodeBadAnswer, "this question does not offer always allow", ans)
+			refuse(ans, apierr.NoAlwaysAllow)
 			return
 		}
 		c := confirmation{device: d.ID, agent: agent, conversation: ans.Conversation, question: ans.Question, option: strings.Join(ans.OptionIDs, ","), revision: ans.Revision}
 		if req.Confirm == "" {
 			tok, exp, err := a.decided.offer(c)
 			if err != nil {
-				apiErrorHint(w, http.StatusInternalServerError, "internal", "the bridge could not make a confirmation", "try again")
+				apierr.Write(w, apierr.ConfirmNotMade)
 				return
 			}
+			reply := apierr.New(apierr.ConfirmAlways)
 			var cr ConfirmReply
-			cr.Error.Code, cr.Error.Message = "confirm-always", "always allow lets every later call in this scope through unasked; tap again to confirm"
+			cr.ErrorBody = reply.Body()
 			cr.Confirm, cr.Expires, cr.Scope = tok, exp, q.AlwaysScope
-			writeJSON(w, http.StatusPreconditionRequired, cr)
+			writeJSON(w, reply.Status, cr)
 			return
 		}
 		if err := a.decided.redeem(req.Confirm, c); err != nil {
-			refuse(http.StatusPreconditionRequired, "confirm-refused", err.Error(), ans)
+			why := apierr.ConfirmExpired
+			if errors.Is(err, errConfirmMismatch) {
+				why = apierr.ConfirmMismatch
+			}
+			refuse(ans, why)
 			return
 		}
 	}
 	if prev, ok := a.decided.reserve(key); !ok {
-		refuse(http.StatusConflict, wire.CodeAlreadyDecided, fmt.Sprintf("this question was answered already, by %s at %s", prev.DeviceName, prev.At.Format(time.RFC3339)), ans)
+		refuse(ans, apierr.AlreadyDecided, prev.DeviceName, prev.At.Format(time.RFC3339))
 		return
 	}
 	dec := &Decision{Device: d.ID, DeviceName: d.Name, At: a.o.Now().UTC(), RequestID: ans.RequestID}
@@ -460,7 +470,7 @@ func (a *API) question(agent, conversation, id string) (wire.Question, bool) {
 func (a *API) forward(w http.ResponseWriter, ctx context.Context, d Device, agent string, req wire.WriteRequest, dec *Decision) bool {
 	wr, err := wire.WriteNamed(req.Name())
 	if err != nil { // only the registry makes requests: never happens
-		apiError(w, http.StatusNotFound, wire.CodeNotFound, err.Error())
+		refuseNoSuchWrite(w, req.Name())
 		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -470,16 +480,18 @@ func (a *API) forward(w http.ResponseWriter, ctx context.Context, d Device, agen
 		out = a.o.Audit.Begin(d, agent, wr.Name, req)
 	}
 	reply, err := a.o.Backend.Forward(ctx, agent, wr.Path, req)
-	result, status, code := "ok", http.StatusOK, ""
+	// The reply to the device: the agent's own refusal as it gave it, or
+	// the table's row.
+	result, answer := "ok", func() {}
 	var ref *wire.Refused
 	switch {
 	case err == nil:
 	case errors.As(err, &ref):
-		result, status, code = "refused", ref.Status, ref.Code
+		result, answer = "refused", func() { apierr.Relay(w, ref, err) }
 	case errors.Is(err, ErrUnknownAgent):
-		result, status, code = "refused", http.StatusNotFound, wire.CodeUnknownTarget
+		result, answer = "refused", func() { apierr.Write(w, apierr.UnknownAgent, agent) }
 	default:
-		result, status, code = "failed", http.StatusBadGateway, "agent-unreachable"
+		result, answer = "failed", func() { apierr.Write(w, apierr.AgentUnreachable, err.Error()) }
 	}
 	if out != nil {
 		reason := ""
@@ -489,7 +501,7 @@ func (a *API) forward(w http.ResponseWriter, ctx context.Context, d Device, agen
 		out.End(result, reason)
 	}
 	if err != nil {
-		apiError(w, status, code, err.Error())
+		answer()
 		return false
 	}
 	writeJSON(w, http.StatusOK, struct {
@@ -522,35 +534,8 @@ func decodeBody(r *http.Request, v any) error {
 	return nil
 }
 
-func apiError(w http.ResponseWriter, status int, code, msg string) {
-	apiErrorHint(w, status, code, msg, "")
-}
-
-// ErrorBody is the device API's error reply: the protocol's error (code
-// and message) and, apart from the message, the fix when there is one, so
-// a device can show it as such.
-type ErrorBody struct {
-	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-		Hint    string `json:"hint,omitempty"`
-	} `json:"error"`
-}
-
-// apiErrorHint writes an error whose fix, hint, is kept apart from msg.
-func apiErrorHint(w http.ResponseWriter, status int, code, msg, hint string) {
-	var e ErrorBody
-	e.Error.Code, e.Error.Message, e.Error.Hint = code, msg, hint
-	writeJSON(w, status, e)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
-}
+// writeJSON writes a reply; an error reply goes through apierr.
+func writeJSON(w http.ResponseWriter, status int, v any) { apierr.JSON(w, status, v) }
 
 // healthz answers that the bridge's device API is reachable at the
 // address asked for (the Host check ran first), and nothing more: collie

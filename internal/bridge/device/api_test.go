@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/collie-linux/collie/internal/bridge/device/apierr"
 	"io"
 	"log/slog"
 	"net/http"
@@ -522,7 +523,7 @@ func TestErrorHintApart(t *testing.T) {
 		{"POST", "/api/v1/agents/demo/frobnicate", f.cred, 404, wire.CodeNotFound, "use one of answer, send"},
 	} {
 		status, body := f.do(t, tt.method, tt.path, tt.cred, "{}", writeHdr)
-		var eb ErrorBody
+		var eb apierr.ErrorBody
 		if err := json.Unmarshal([]byte(body), &eb); err != nil || status != tt.status || eb.Error.Code != tt.code {
 			t.Fatalf("%s %s: %d %s", tt.method, tt.path, status, body)
 		}

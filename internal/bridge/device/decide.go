@@ -1,11 +1,18 @@
 package device
 
 import (
-	"fmt"
+	"errors"
 	"sync"
 	"time"
 
 	"github.com/collie-linux/collie/internal/protocol/wire"
+)
+
+// Errors of redeem; the device is told them by apierr's rows
+// (ConfirmExpired, ConfirmMismatch).
+var (
+	errConfirmExpired  = errors.New("the confirmation for always allow has expired or was used")
+	errConfirmMismatch = errors.New("the confirmation for always allow was made for another question, revision, option or device")
 )
 
 // ConfirmTTL is how long the second tap of "always allow" may come (D7).
@@ -125,12 +132,12 @@ func (d *decisions) redeem(tok string, c confirmation) error {
 	d.prune()
 	got, ok := d.confirm[tok]
 	if !ok {
-		return fmt.Errorf("the confirmation for always allow has expired or was used; tap always allow again")
+		return errConfirmExpired
 	}
 	delete(d.confirm, tok) // used up, matched or not: a wrong try cannot be repeated
 	got.expires = time.Time{}
 	if got != c {
-		return fmt.Errorf("the confirmation for always allow was made for another question, revision, option or device; tap always allow again")
+		return errConfirmMismatch
 	}
 	return nil
 }

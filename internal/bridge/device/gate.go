@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/collie-linux/collie/internal/bridge/device/apierr"
 	"github.com/collie-linux/collie/internal/protocol/bearer"
 	"github.com/collie-linux/collie/internal/protocol/wire"
 )
@@ -79,12 +80,12 @@ func newRouter(a *API) *router {
 func (rt *router) agentRoute(pattern string, h http.Handler) {
 	rt.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Origin") != "" || r.Header.Get("Sec-Fetch-Site") != "" {
-			rt.a.refusals.add(refusal{source: sourceOf(r), Refusal: Refusal{Code: "cross-site", Reason: "a web page called the agent surface"}})
-			apiError(w, http.StatusForbidden, "cross-site", "the agent surface answers programs, never a web page")
+			rt.a.refuseRequest(w, r, apierr.CrossSiteAgent)
 			return
 		}
 		if ok, wait := rt.a.srcAgent.take(sourceOf(r)); !ok {
-			apiError(w, http.StatusTooManyRequests, "rate-limited", rt.a.srcAgent.refusal(w, "requests from this address", wait))
+			limit, when := rt.a.srcAgent.refusal(w, wait)
+			apierr.Write(w, apierr.RateLimitedSource, limit, when)
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -116,12 +117,11 @@ func (rt *router) write(pattern string, spec gateSpec, h gatedFunc) {
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r, err := rt.a.site.front(r)
 	if err != nil {
-		apiErrorHint(w, http.StatusBadRequest, "bad-forwarded", err.Error(), "set the proxy to send "+rt.a.site.proxyHeaderNames()+" as it forwards, or change proxy_headers in [devices] of config.toml")
+		apierr.Write(w, apierr.BadForwarded, rt.a.site.proxyHeaderNames())
 		return
 	}
 	if !rt.a.site.hostOK(r) {
-		rt.a.refusals.add(refusal{source: sourceOf(r), Refusal: Refusal{Code: "wrong-host", Reason: "another host name"}})
-		apiErrorHint(w, http.StatusMisdirectedRequest, "wrong-host", "this is not the address of Collie's device API", "open the address collie pair prints")
+		rt.a.refuseRequest(w, r, apierr.WrongHost)
 		return
 	}
 	switch r.Method {
@@ -129,13 +129,12 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// A browser sends Origin on a read only when another origin's
 		// page asks (CORS): that page gets nothing. Writes are the gate's.
 		if r.Header.Get("Origin") != "" && !rt.a.site.originOK(r) {
-			rt.a.refusals.add(refusal{source: sourceOf(r), Refusal: Refusal{Code: "cross-site", Reason: "a read from another site's page"}})
-			apiError(w, http.StatusForbidden, "cross-site", "this bridge answers only its own page")
+			rt.a.refuseRequest(w, r, apierr.CrossSiteRead)
 			return
 		}
 	default:
 		if _, pattern := rt.mux.Handler(r); !rt.gated[pattern] && !rt.agent[pattern] {
-			apiError(w, http.StatusMethodNotAllowed, "method-not-allowed", r.Method+" is not a route of the device API")
+			apierr.Write(w, apierr.MethodNotAllowed, r.Method)
 			return
 		}
 	}
@@ -161,15 +160,23 @@ type call struct {
 	write  string
 }
 
-// refuse answers a refused write and records it: coalesced per source and
-// kind, so a flood cannot rotate the audit log away.
-func (c *call) refuse(w http.ResponseWriter, status int, code, msg string, req wire.Request) {
-	c.refuseAs(w, c.dev.ID, status, code, msg, req)
+// refuse answers a refused write with reason's row (args fill it in) and
+// records it: coalesced per source and kind, so a flood cannot rotate the
+// audit log away. req is the write's request, nil before it was read.
+func (c *call) refuse(w http.ResponseWriter, req wire.Request, reason apierr.Reason, args ...any) {
+	c.refuseAs(w, c.dev.ID, req, reason, args...)
 }
 
-func (c *call) refuseAs(w http.ResponseWriter, device string, status int, code, msg string, req wire.Request) {
-	c.a.refusals.add(refusal{source: c.source, Refusal: Refusal{Device: device, Agent: c.agent, Write: c.write, Req: req, Code: code, Reason: msg}})
-	apiError(w, status, code, msg)
+func (c *call) refuseAs(w http.ResponseWriter, device string, req wire.Request, reason apierr.Reason, args ...any) {
+	reply := apierr.Write(w, reason, args...)
+	c.a.refusals.add(refusal{source: c.source, Refusal: Refusal{Device: device, Agent: c.agent, Write: c.write, Req: req, Code: string(reply.Code), Reason: reply.Message}})
+}
+
+// refuseRequest answers a request refused before any route or write with
+// reason's row, and records it (to the journal: it is no write).
+func (a *API) refuseRequest(w http.ResponseWriter, r *http.Request, reason apierr.Reason) {
+	reply := apierr.Write(w, reason)
+	a.refusals.add(refusal{source: sourceOf(r), Refusal: Refusal{Code: string(reply.Code), Reason: reply.Message}})
 }
 
 // gate is the write gate (D6), in front of every state-changing route.
@@ -203,24 +210,26 @@ func (a *API) gate(spec gateSpec, next gatedFunc) http.Handler {
 			return a.identify(cred)
 		}
 		if !a.site.originOK(r) || r.Header.Get(WriteHeader) != "1" {
-			c.refuseAs(w, who(), http.StatusForbidden, "cross-site", "a write needs the "+WriteHeader+": 1 header from this bridge's own page", nil)
+			c.refuseAs(w, who(), nil, apierr.CrossSiteWrite)
 			return
 		}
 		if ok, wait := spec.source.take(c.source); !ok {
-			c.refuseAs(w, who(), http.StatusTooManyRequests, "rate-limited", spec.source.refusal(w, "requests from this address", wait), nil)
+			limit, when := spec.source.refusal(w, wait)
+			c.refuseAs(w, who(), nil, apierr.RateLimitedSource, limit, when)
 			return
 		}
 		if spec.paired {
 			d, _, ctx, leave, ok := a.feed.enter(r.Context(), cred, false)
 			if !ok {
-				dev, u := a.whyUnpaired(cred)
-				c.refuseAs(w, dev, http.StatusUnauthorized, u.code, u.message+"; "+u.hint, nil)
+				dev, why := a.whyUnpaired(cred)
+				c.refuseAs(w, dev, nil, why)
 				return
 			}
 			defer leave()
 			c.dev = d
 			if ok, wait := a.writes.take(d.ID); !ok {
-				c.refuse(w, http.StatusTooManyRequests, "rate-limited", a.writes.refusal(w, "writes from this device", wait), nil)
+				limit, when := a.writes.refusal(w, wait)
+				c.refuse(w, nil, apierr.RateLimitedDevice, limit, when)
 				return
 			}
 			r = r.WithContext(context.WithValue(ctx, ctxKey{}, d))
@@ -286,18 +295,17 @@ func (l *limiter) take(key string) (ok bool, wait time.Duration) {
 	return true, 0
 }
 
-// refusal is the sentence of a 429 for what ("writes from this device"):
-// the limit as it is (a burst, then a steady rate) and when the next
-// request is let through, which it also sets as Retry-After (whole
-// seconds, rounded up).
-func (l *limiter) refusal(w http.ResponseWriter, what string, wait time.Duration) string {
+// refusal is what a 429 says: the limit as it is (a burst, then a steady
+// rate) and when the next request is let through, which it also sets as
+// Retry-After (whole seconds, rounded up).
+func (l *limiter) refusal(w http.ResponseWriter, wait time.Duration) (limit, when string) {
 	secs := max(1, int(math.Ceil(wait.Seconds())))
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	when := "in 1 second"
+	when = "in 1 second"
 	if secs > 1 {
 		when = fmt.Sprintf("in %d seconds", secs)
 	}
-	return fmt.Sprintf("too many %s: %s; try again %s", what, l.describe(), when)
+	return l.describe(), when
 }
 
 // describe says the limit in words: "40 at once, then 10 a second".

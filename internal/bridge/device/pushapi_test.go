@@ -3,6 +3,7 @@ package device
 import (
 	"context"
 	"encoding/json"
+	"github.com/collie-linux/collie/internal/bridge/device/apierr"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -32,7 +33,7 @@ func (f *fixture) pushGet(t *testing.T, cred string) (int, PushReply) {
 }
 
 func errCode(body string) string {
-	var e ErrorBody
+	var e apierr.ErrorBody
 	json.Unmarshal([]byte(body), &e)
 	return e.Error.Code
 }
