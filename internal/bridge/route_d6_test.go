@@ -201,7 +201,7 @@ func TestD6Route(t *testing.T) {
 		{
 			name: "D6_unknown_agent", agent: "ghost", write: "send",
 			body:   `{"requestId":"r-ghost","conversation":"main","text":"hello"}`,
-			status: 404, code: wire.CodeUnknownTarget, msg: device.ErrUnknownAgent.Error(), event: "send", result: audit.StatusRefused,
+			status: 404, code: wire.CodeUnknownTarget, msg: `no durable agent called "ghost" is attached`, event: "send", result: audit.StatusRefused,
 		},
 		{
 			name:   "T3_folder_mode_broken",

@@ -220,7 +220,7 @@ func (a *API) authed(next http.HandlerFunc) http.Handler {
 // revokedMidRead answers a read whose device was revoked while it was
 // being made (its context ended; a client that went away reads nothing).
 func revokedMidRead(w http.ResponseWriter) {
-	apierr.Write(w, apierr.Revoked)
+	apierr.Refuse(w, apierr.Revoked)
 }
 
 // replyRead writes a read's reply, unless the device was revoked while it
@@ -268,7 +268,7 @@ func (a *API) pair(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	d, cred, err := a.o.Store.Add(name)
 	if err != nil {
-		apierr.Write(w, apierr.DeviceNotSaved)
+		apierr.Refuse(w, apierr.DeviceNotSaved)
 		a.o.Log.Error("save a paired device", "err", err)
 		return
 	}
@@ -306,7 +306,7 @@ func (a *API) receipts(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("since"); v != "" {
 		t, err := time.Parse(time.RFC3339, v)
 		if err != nil {
-			apierr.Write(w, apierr.BadSince)
+			apierr.Refuse(w, apierr.BadSince)
 			return
 		}
 		since = t
@@ -314,7 +314,7 @@ func (a *API) receipts(w http.ResponseWriter, r *http.Request) {
 	list, err := a.o.Audit.Receipts(deviceOf(r.Context()).ID, since)
 	if err != nil {
 		a.o.Log.Error("read receipts", "err", err)
-		apierr.Write(w, apierr.ReceiptsUnread)
+		apierr.Refuse(w, apierr.ReceiptsUnread)
 		return
 	}
 	if list == nil {
@@ -349,7 +349,7 @@ func refuseNoSuchWrite(w http.ResponseWriter, name string) {
 	for _, wr := range wire.Writes() {
 		names = append(names, wr.Name)
 	}
-	apierr.Write(w, apierr.NoSuchWrite, name, strings.Join(names, ", "))
+	apierr.Refuse(w, apierr.NoSuchWrite, name, strings.Join(names, ", "))
 }
 
 // write runs a write that passed the gate (D6): the request is checked
@@ -407,7 +407,7 @@ func (a *API) answer(w http.ResponseWriter, r *http.Request, d Device, agent str
 		if req.Confirm == "" {
 			tok, exp, err := a.decided.offer(c)
 			if err != nil {
-				apierr.Write(w, apierr.ConfirmNotMade)
+				apierr.Refuse(w, apierr.ConfirmNotMade)
 				return
 			}
 			reply := apierr.New(apierr.ConfirmAlways)
@@ -481,23 +481,21 @@ func (a *API) forward(w http.ResponseWriter, ctx context.Context, d Device, agen
 	}
 	reply, err := a.o.Backend.Forward(ctx, agent, wr.Path, req)
 	// The reply to the device: the agent's own refusal as it gave it, or
-	// the table's row.
-	result, answer := "ok", func() {}
+	// the table's row. The audit line's reason is the sentence it got.
+	result, reason, answer := "ok", "", func() {}
 	var ref *wire.Refused
 	switch {
 	case err == nil:
 	case errors.As(err, &ref):
-		result, answer = "refused", func() { apierr.Relay(w, ref, err) }
+		result, reason, answer = "refused", err.Error(), func() { apierr.Relay(w, ref, err) }
 	case errors.Is(err, ErrUnknownAgent):
-		result, answer = "refused", func() { apierr.Write(w, apierr.UnknownAgent, agent) }
+		reply := apierr.New(apierr.UnknownAgent, agent)
+		result, reason, answer = "refused", reply.Message, func() { reply.Write(w) }
 	default:
-		result, answer = "failed", func() { apierr.Write(w, apierr.AgentUnreachable, err.Error()) }
+		reply := apierr.New(apierr.AgentUnreachable, err.Error())
+		result, reason, answer = "failed", reply.Message, func() { reply.Write(w) }
 	}
 	if out != nil {
-		reason := ""
-		if err != nil {
-			reason = err.Error()
-		}
 		out.End(result, reason)
 	}
 	if err != nil {

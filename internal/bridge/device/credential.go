@@ -38,5 +38,5 @@ func (a *API) whyUnpaired(cred string) (device string, why apierr.Reason) {
 // refuseUnpaired answers a read whose credential was refused.
 func (a *API) refuseUnpaired(w http.ResponseWriter, r *http.Request) {
 	_, why := a.whyUnpaired(credential(r))
-	apierr.Write(w, why)
+	apierr.Refuse(w, why)
 }

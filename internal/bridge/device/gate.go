@@ -85,7 +85,7 @@ func (rt *router) agentRoute(pattern string, h http.Handler) {
 		}
 		if ok, wait := rt.a.srcAgent.take(sourceOf(r)); !ok {
 			limit, when := rt.a.srcAgent.refusal(w, wait)
-			apierr.Write(w, apierr.RateLimitedSource, limit, when)
+			apierr.Refuse(w, apierr.RateLimitedSource, limit, when)
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -117,7 +117,7 @@ func (rt *router) write(pattern string, spec gateSpec, h gatedFunc) {
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r, err := rt.a.site.front(r)
 	if err != nil {
-		apierr.Write(w, apierr.BadForwarded, rt.a.site.proxyHeaderNames())
+		apierr.Refuse(w, apierr.BadForwarded, rt.a.site.proxyHeaderNames())
 		return
 	}
 	if !rt.a.site.hostOK(r) {
@@ -134,7 +134,7 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	default:
 		if _, pattern := rt.mux.Handler(r); !rt.gated[pattern] && !rt.agent[pattern] {
-			apierr.Write(w, apierr.MethodNotAllowed, r.Method)
+			apierr.Refuse(w, apierr.MethodNotAllowed, r.Method)
 			return
 		}
 	}
@@ -168,14 +168,14 @@ func (c *call) refuse(w http.ResponseWriter, req wire.Request, reason apierr.Rea
 }
 
 func (c *call) refuseAs(w http.ResponseWriter, device string, req wire.Request, reason apierr.Reason, args ...any) {
-	reply := apierr.Write(w, reason, args...)
+	reply := apierr.Refuse(w, reason, args...)
 	c.a.refusals.add(refusal{source: c.source, Refusal: Refusal{Device: device, Agent: c.agent, Write: c.write, Req: req, Code: string(reply.Code), Reason: reply.Message}})
 }
 
 // refuseRequest answers a request refused before any route or write with
 // reason's row, and records it (to the journal: it is no write).
 func (a *API) refuseRequest(w http.ResponseWriter, r *http.Request, reason apierr.Reason) {
-	reply := apierr.Write(w, reason)
+	reply := apierr.Refuse(w, reason)
 	a.refusals.add(refusal{source: sourceOf(r), Refusal: Refusal{Code: string(reply.Code), Reason: reply.Message}})
 }
 

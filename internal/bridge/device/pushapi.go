@@ -37,7 +37,7 @@ func (a *API) pushOff(w http.ResponseWriter, c *call) bool {
 	if c != nil {
 		c.refuse(w, nil, apierr.PushOff)
 	} else {
-		apierr.Write(w, apierr.PushOff)
+		apierr.Refuse(w, apierr.PushOff)
 	}
 	return true
 }
@@ -82,7 +82,7 @@ func (a *API) pushSubscribe(w http.ResponseWriter, r *http.Request, c *call) {
 	case err != nil:
 		a.o.Log.Error("could not store a device's push subscription", "device", c.dev.ID, "err", err)
 		a.setting(c.dev, audit.PushSubscribe{Service: sub.Origin(), Result: audit.Failed("store-failed: " + err.Error())})
-		apierr.Write(w, apierr.SubscribeNotSaved)
+		apierr.Refuse(w, apierr.SubscribeNotSaved)
 		return
 	}
 	a.o.Log.Info("a device turned on notifications", "device", c.dev.ID, "service", sub.Origin())
@@ -96,7 +96,7 @@ func (a *API) pushUnsubscribe(w http.ResponseWriter, r *http.Request, c *call) {
 	if err != nil {
 		a.o.Log.Error("could not remove a device's push subscription", "device", c.dev.ID, "err", err)
 		a.setting(c.dev, audit.PushUnsubscribe{Result: audit.Failed("store-failed: " + err.Error())})
-		apierr.Write(w, apierr.UnsubscribeNotSaved)
+		apierr.Refuse(w, apierr.UnsubscribeNotSaved)
 		return
 	}
 	if had {

@@ -120,7 +120,7 @@ func (a *API) agentRead(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("agent")
 	p, ok := o.byName[name]
 	if !ok {
-		apierr.Write(w, apierr.UnknownAgent, name)
+		apierr.Refuse(w, apierr.UnknownAgent, name)
 		return
 	}
 	if notModified(w, r, a.outlook.etag(p.rev)) {
@@ -140,12 +140,12 @@ func (a *API) conversationRead(w http.ResponseWriter, r *http.Request) {
 	name, id := r.PathValue("agent"), r.PathValue("id")
 	p, ok := o.byName[name]
 	if !ok {
-		apierr.Write(w, apierr.UnknownAgent, name)
+		apierr.Refuse(w, apierr.UnknownAgent, name)
 		return
 	}
 	c, ok := p.convs[id]
 	if !ok {
-		apierr.Write(w, apierr.NoConversation, name, id)
+		apierr.Refuse(w, apierr.NoConversation, name, id)
 		return
 	}
 	if notModified(w, r, a.outlook.etag(c.rev)) {
@@ -191,7 +191,7 @@ type Event struct {
 func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
-		apierr.Write(w, apierr.NoStreaming)
+		apierr.Refuse(w, apierr.NoStreaming)
 		return
 	}
 	if a.beforeStream != nil {

@@ -1,7 +1,7 @@
 // Package apierr is the device API's one table of refusals: for each
 // refusal, its code, its HTTP status, the sentence a device shows and,
 // kept apart, the fix. Every refusal the device API writes is a row of
-// it (Write takes a Reason, never a code or a sentence), so one refusal
+// it (Refuse takes a Reason, never a code or a sentence), so one refusal
 // is worded once, and docs/device-api.md's list of codes is checked
 // against it both ways. The agent's own refusals, which the device API
 // passes on as the agent gave them, are the one exception: Relay.
@@ -56,7 +56,7 @@ const (
 type Reason int
 
 // The refusals. A row's Message and Hint may take arguments (fmt verbs):
-// Write fills the message's first, then the hint's.
+// New and Refuse fill the message's first, then the hint's.
 const (
 	WrongHost Reason = iota + 1
 	BadForwarded
@@ -209,8 +209,8 @@ func verbs(format string) int {
 	return strings.Count(format, "%") - 2*strings.Count(format, "%%")
 }
 
-// Write writes reason's refusal, and returns it (for the audit log).
-func Write(w http.ResponseWriter, reason Reason, args ...any) Reply {
+// Refuse writes reason's refusal, and returns it (for the audit log).
+func Refuse(w http.ResponseWriter, reason Reason, args ...any) Reply {
 	r := New(reason, args...)
 	r.Write(w)
 	return r

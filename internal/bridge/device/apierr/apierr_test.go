@@ -105,7 +105,7 @@ func TestEveryRowIsASentence(t *testing.T) {
 			}
 		}
 		w := httptest.NewRecorder()
-		r := Write(w, reason, args...)
+		r := Refuse(w, reason, args...)
 		if strings.Contains(r.Message+r.Hint, "%!") {
 			t.Errorf("%s: %q / %q", row.Code, r.Message, r.Hint)
 		}
