@@ -19,6 +19,7 @@ import (
 	"github.com/collie-linux/collie/internal/agent/durable/board"
 	"github.com/collie-linux/collie/internal/bridge/audit"
 	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"github.com/collie-linux/collie/internal/bridge/sources"
 	"github.com/collie-linux/collie/internal/bridge/view"
 	"github.com/collie-linux/collie/internal/protocol/wire"
@@ -119,11 +120,11 @@ func TestD6Route(t *testing.T) {
 		return fmt.Sprintf(`{"requestId":%q,"conversation":"main","question":%q,"revision":%d,"optionIds":[%q]}`, requestID, q.ID, q.Revision, option)
 	}
 
-	store, err := device.OpenStore(filepath.Join(tmp, "state", "devices.json"), nil)
+	st, err := store.OpenStore(filepath.Join(tmp, "state", "devices.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	phone, cred, err := store.Add("phone")
+	phone, cred, err := st.Add("phone")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func TestD6Route(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := device.NewAPI(device.Options{Backend: b, Store: store, Pairings: device.NewPairings(nil), Audit: rec, Site: device.NewSite("http", host, port)})
+	api := device.NewAPI(device.Options{Backend: b, Store: st, Pairings: store.NewPairings(nil), Audit: rec, Site: device.NewSite("http", host, port)})
 	handler = api.Handler()
 	srv.Start()
 	t.Cleanup(func() { srv.Close(); api.Close() })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -41,7 +42,7 @@ type Recorder interface {
 	// ("ok", "refused" by the agent, "failed"). A crash between the two
 	// leaves the write as "outcome unknown" in the log. write is the
 	// write's name ("answer", "send", …).
-	Begin(dev Device, agent, write string, req wire.Request) Outcome
+	Begin(dev store.Device, agent, write string, req wire.Request) Outcome
 	// Refused records writes the device API refused itself, before they
 	// reached an agent; r.Count > 1 stands for repeats coalesced.
 	Refused(r Refusal)
@@ -50,7 +51,7 @@ type Recorder interface {
 	// Setting records a write of the device's own settings (turning
 	// notifications on or off) that the bridge carried out or failed;
 	// Refused records it refused.
-	Setting(dev Device, ev audit.Event)
+	Setting(dev store.Device, ev audit.Event)
 }
 
 // Outcome ends a write that Recorder.Begin noted.
@@ -61,8 +62,8 @@ type Outcome interface {
 // Options configure the device API.
 type Options struct {
 	Backend  Backend
-	Store    *Store
-	Pairings *Pairings
+	Store    *store.Store
+	Pairings *store.Pairings
 	Audit    Recorder // nil: no audit (tests)
 	Log      *slog.Logger
 	Now      func() time.Time
@@ -254,7 +255,7 @@ func (a *API) pair(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	if err := a.o.Pairings.Redeem(req.Secret); err != nil {
 		why := apierr.PairingUnknown
-		if errors.Is(err, ErrPairingExpired) {
+		if errors.Is(err, store.ErrPairingExpired) {
 			why = apierr.PairingExpired
 		}
 		c.refuse(w, nil, why)
@@ -274,7 +275,7 @@ func (a *API) pair(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	a.o.Log.Info(fmt.Sprintf("a device was paired: %q (%s)", d.Name, d.ID), "device", d.ID, "name", d.Name)
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: cred, Path: "/api/", HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteStrictMode, MaxAge: 400 * 24 * 3600})
-	writeJSON(w, http.StatusOK, PairReply{DeviceID: d.ID, Credential: cred, Code: VerificationCode(req.Secret)})
+	writeJSON(w, http.StatusOK, PairReply{DeviceID: d.ID, Credential: cred, Code: store.VerificationCode(req.Secret)})
 }
 
 // DeviceView is what the API shows of a device: never the stored record,
@@ -286,13 +287,13 @@ type DeviceView struct {
 	LastSeen time.Time `json:"lastSeen,omitzero"`
 }
 
-// View is what the API shows of d.
-func (d Device) View() DeviceView {
+// viewOf is what the API shows of d.
+func viewOf(d store.Device) DeviceView {
 	return DeviceView{ID: d.ID, Name: d.Name, PairedAt: d.PairedAt, LastSeen: d.LastSeen}
 }
 
 func (a *API) whoami(w http.ResponseWriter, r *http.Request) {
-	replyRead(w, r, deviceOf(r.Context()).View())
+	replyRead(w, r, viewOf(deviceOf(r.Context())))
 }
 
 // receipts lists the device's own receipts (A6): what it did, when, and
@@ -374,7 +375,7 @@ func (a *API) write(w http.ResponseWriter, r *http.Request, c *call) {
 	a.forward(w, r.Context(), d, agent, req, nil)
 }
 
-func (a *API) answer(w http.ResponseWriter, r *http.Request, d Device, agent string, refuse func(wire.Request, apierr.Reason, ...any)) {
+func (a *API) answer(w http.ResponseWriter, r *http.Request, d store.Device, agent string, refuse func(wire.Request, apierr.Reason, ...any)) {
 	var req AnswerRequest
 	if err := decodeRequest(r, &req); err != nil {
 		refuse(nil, apierr.BadRequest, err.Error())
@@ -405,11 +406,7 @@ func (a *API) answer(w http.ResponseWriter, r *http.Request, d Device, agent str
 		}
 		c := confirmation{device: d.ID, agent: agent, conversation: ans.Conversation, question: ans.Question, option: strings.Join(ans.OptionIDs, ","), revision: ans.Revision}
 		if req.Confirm == "" {
-			tok, exp, err := a.decided.offer(c)
-			if err != nil {
-				apierr.Refuse(w, apierr.ConfirmNotMade)
-				return
-			}
+			tok, exp := a.decided.offer(c)
 			reply := apierr.New(apierr.ConfirmAlways)
 			var cr ConfirmReply
 			cr.ErrorBody = reply.Body()
@@ -467,7 +464,7 @@ func (a *API) question(agent, conversation, id string) (wire.Question, bool) {
 // forward sends the write to the agent, at its route in the protocol's
 // registry, and replies to the device. It reports whether the agent took
 // the write.
-func (a *API) forward(w http.ResponseWriter, ctx context.Context, d Device, agent string, req wire.WriteRequest, dec *Decision) bool {
+func (a *API) forward(w http.ResponseWriter, ctx context.Context, d store.Device, agent string, req wire.WriteRequest, dec *Decision) bool {
 	wr, err := wire.WriteNamed(req.Name())
 	if err != nil { // only the registry makes requests: never happens
 		refuseNoSuchWrite(w, req.Name())

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/collie-linux/collie/internal/bridge/device/apierr"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"io"
 	"log/slog"
 	"net/http"
@@ -73,7 +74,7 @@ type auditLog struct {
 }
 
 // Begin notes the intent (in begun); the line goes to lines at End.
-func (a *auditLog) Begin(d Device, agent, write string, req wire.Request) Outcome {
+func (a *auditLog) Begin(d store.Device, agent, write string, req wire.Request) Outcome {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.begun = append(a.begun, d.ID+" "+agent+" "+write)
@@ -100,7 +101,7 @@ func (a *auditLog) Refused(r Refusal) {
 	a.lines = append(a.lines, r.Device+" "+r.Agent+" "+r.Write+" refused "+r.Code+": "+r.Reason+" count="+itoa(r.Count))
 }
 
-func (a *auditLog) Setting(d Device, ev audit.Event) {
+func (a *auditLog) Setting(d store.Device, ev audit.Event) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var r audit.Result
@@ -143,8 +144,9 @@ type fixture struct {
 	api   *API
 	back  *agentSide
 	audit *auditLog
-	store *Store
-	pairs *Pairings
+	store *store.Store
+	path  string // the devices file
+	pairs *store.Pairings
 	clock *fakeClock
 	cred  string
 	devID string
@@ -180,11 +182,12 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{back: &agentSide{view: demoView(1)}, audit: &auditLog{}, clock: &fakeClock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}}
 	var err error
-	f.store, err = OpenStore(filepath.Join(t.TempDir(), "devices.json"), f.clock.now)
+	f.path = filepath.Join(t.TempDir(), "devices.json")
+	f.store, err = store.OpenStore(f.path, f.clock.now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.pairs = NewPairings(f.clock.now)
+	f.pairs = store.NewPairings(f.clock.now)
 	f.srv = httptest.NewUnstartedServer(nil)
 	f.api = NewAPI(Options{Backend: f.back, Store: f.store, Pairings: f.pairs, Audit: f.audit,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: f.clock.now, Site: siteOf(t, f.srv)})
@@ -407,12 +410,12 @@ func TestPairingSecrets(t *testing.T) {
 		t.Fatalf("replayed secret: %d %s", status, b)
 	}
 	p2, _ := f.pairs.New()
-	f.clock.add(PairingTTL + time.Second)
+	f.clock.add(store.PairingTTL + time.Second)
 	if status, b := f.do(t, "POST", "/api/v1/pair", "", `{"secret":"`+p2.Secret+`","name":"x"}`, writeHdr); status != 403 || !strings.Contains(b, "expired") {
 		t.Fatalf("expired secret: %d %s", status, b)
 	}
 	for _, d := range f.store.List() {
-		if strings.Contains(mustRead(t, f.store.path), f.cred) || d.CredHash == "" {
+		if strings.Contains(mustRead(t, f.path), f.cred) || d.CredHash == "" {
 			t.Fatal("the devices file holds a credential, not its hash")
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"io"
 	"log/slog"
 	"net"
@@ -48,13 +49,13 @@ func TestCaddyInChromium_D6(t *testing.T) {
 		t.Fatalf("the listener's public URL is %q, want %q", l.Public, public)
 	}
 	back := &browserBackend{view: browserView(agentSnapshot(t))}
-	store, err := OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
+	st, err := store.OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pairs := NewPairings(nil)
+	pairs := store.NewPairings(nil)
 	var journal syncBuffer
-	api := NewAPI(Options{Backend: back, Store: store, Pairings: pairs, Site: l.Site, Log: slog.New(slog.NewTextHandler(&journal, nil))})
+	api := NewAPI(Options{Backend: back, Store: st, Pairings: pairs, Site: l.Site, Log: slog.New(slog.NewTextHandler(&journal, nil))})
 	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(l)
 	stopBridge := func() { srv.Close(); api.Close() }
@@ -95,7 +96,7 @@ func TestCaddyInChromium_D6(t *testing.T) {
 		chromedp.SetValue(chromedp.ID("pair-name"), "Phone through Caddy"),
 		chromedp.Click(chromedp.ID("pair-submit")),
 		chromedp.WaitVisible(chromedp.CSS(`[data-question="q-yes"]`)))
-	if devs := store.List(); len(devs) != 1 || devs[0].Name != "Phone through Caddy" {
+	if devs := st.List(); len(devs) != 1 || devs[0].Name != "Phone through Caddy" {
 		t.Fatalf("paired devices: %+v", devs)
 	}
 	cookies, err := chromedp.Call(b.ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{public + "/api/v1/state"}})

@@ -1,6 +1,7 @@
 package device
 
 import (
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"net/http"
 
 	"github.com/collie-linux/collie/internal/bridge/device/apierr"
@@ -25,9 +26,9 @@ const (
 func (a *API) whyUnpaired(cred string) (device string, why apierr.Reason) {
 	device = a.identify(cred)
 	switch device {
-	case NoDevice:
+	case store.NoDevice:
 		return device, apierr.NoCredential
-	case UnknownDevice:
+	case store.UnknownDevice:
 		return device, apierr.UnknownCredential
 	}
 	// A revoked device's id (or, in a race with a revoke, a device being

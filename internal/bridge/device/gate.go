@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"fmt"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"math"
 	"net/http"
 	"strconv"
@@ -29,8 +30,8 @@ const CookieName = "collie_device"
 type ctxKey struct{}
 
 // deviceOf returns the device a request was authenticated as.
-func deviceOf(ctx context.Context) Device {
-	d, _ := ctx.Value(ctxKey{}).(Device)
+func deviceOf(ctx context.Context) store.Device {
+	d, _ := ctx.Value(ctxKey{}).(store.Device)
 	return d
 }
 
@@ -155,7 +156,7 @@ type gatedFunc func(w http.ResponseWriter, r *http.Request, c *call)
 type call struct {
 	a      *API
 	source string
-	dev    Device
+	dev    store.Device
 	agent  string
 	write  string
 }
@@ -205,7 +206,7 @@ func (a *API) gate(spec gateSpec, next gatedFunc) http.Handler {
 		// recorded as (none for a route that takes no credential).
 		who := func() string {
 			if !spec.paired {
-				return NoDevice
+				return store.NoDevice
 			}
 			return a.identify(cred)
 		}

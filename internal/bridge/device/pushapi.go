@@ -2,6 +2,7 @@ package device
 
 import (
 	"errors"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"net/http"
 
 	"github.com/collie-linux/collie/internal/bridge/audit"
@@ -44,7 +45,7 @@ func (a *API) pushOff(w http.ResponseWriter, c *call) bool {
 
 // setting records a write of the device's own settings that was carried
 // out or failed (A1); refusals go through c.refuse.
-func (a *API) setting(d Device, ev audit.Event) {
+func (a *API) setting(d store.Device, ev audit.Event) {
 	if a.o.Audit != nil {
 		a.o.Audit.Setting(d, ev)
 	}
@@ -76,7 +77,7 @@ func (a *API) pushSubscribe(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	err = a.o.Store.SetPushSubscription(c.dev.ID, sub)
 	switch {
-	case errors.Is(err, ErrEndpointTaken):
+	case errors.Is(err, store.ErrEndpointTaken):
 		c.refuse(w, nil, apierr.EndpointTaken)
 		return
 	case err != nil:

@@ -2,6 +2,7 @@ package device
 
 import (
 	"encoding/json"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"io"
 	"log/slog"
 	"net"
@@ -25,15 +26,15 @@ import (
 func TestRebindingWithPublicURLInChromium_D6(t *testing.T) {
 	chromium := needChromium(t)
 	back := &browserBackend{view: browserView(agentSnapshot(t))}
-	store, err := OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
+	st, err := store.OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, cred, err := store.Add("phone")
+	_, cred, err := st.Add("phone")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pairs := NewPairings(nil)
+	pairs := store.NewPairings(nil)
 	p, err := pairs.New()
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +44,7 @@ func TestRebindingWithPublicURLInChromium_D6(t *testing.T) {
 	site := siteOf(t, srv)
 	site.Allow("https", "collie.invalid", "")
 	site.TrustProxy(ProxyXForwarded)
-	api := NewAPI(Options{Backend: back, Store: store, Pairings: pairs, Site: site, Log: slog.New(slog.NewTextHandler(&journal, nil))})
+	api := NewAPI(Options{Backend: back, Store: st, Pairings: pairs, Site: site, Log: slog.New(slog.NewTextHandler(&journal, nil))})
 	srv.Config.Handler = api.Handler()
 	srv.Start()
 	t.Cleanup(srv.Close)
@@ -97,8 +98,8 @@ func TestRebindingWithPublicURLInChromium_D6(t *testing.T) {
 			t.Fatalf("another site's script read the API: %s", got)
 		}
 	})
-	if n := len(back.forwards()); n != 0 || len(store.List()) != 1 {
-		t.Fatalf("rebinding pages got through: %d writes, %d devices", n, len(store.List()))
+	if n := len(back.forwards()); n != 0 || len(st.List()) != 1 {
+		t.Fatalf("rebinding pages got through: %d writes, %d devices", n, len(st.List()))
 	}
 	api.Close()
 	log := journal.String()

@@ -27,12 +27,6 @@ type Refusal struct {
 	Count  int          // at least 1
 }
 
-// Devices a refusal names when no paired device asked.
-const (
-	NoDevice      = ""        // the request carried no credential
-	UnknownDevice = "unknown" // a credential that matches no device, paired or revoked
-)
-
 // RefusalWindow is how long repeats of a refusal are counted before their
 // one line is written.
 const RefusalWindow = time.Minute

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"io"
 	"log/slog"
 	"net"
@@ -228,11 +229,11 @@ func TestListen_PublicURL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		store, err := OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
+		st, err := store.OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		api := NewAPI(Options{Backend: &agentSide{view: demoView(1)}, Store: store, Pairings: NewPairings(nil), Site: l.Site, Log: slog.New(slog.DiscardHandler)})
+		api := NewAPI(Options{Backend: &agentSide{view: demoView(1)}, Store: st, Pairings: store.NewPairings(nil), Site: l.Site, Log: slog.New(slog.DiscardHandler)})
 		srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 5 * time.Second}
 		go srv.Serve(l)
 		t.Cleanup(func() { srv.Close(); api.Close() })

@@ -91,7 +91,6 @@ const (
 	UnsubscribeNotSaved
 	DeviceNotSaved
 	ReceiptsUnread
-	ConfirmNotMade
 	NoStreaming
 	AgentUnreachable
 	reasons // the count, plus one
@@ -147,7 +146,6 @@ var table = [reasons]Row{
 	UnsubscribeNotSaved:  {StoreFailedCode, http.StatusInternalServerError, "the bridge could not save the change; " + seeLog, ""},
 	DeviceNotSaved:       {InternalCode, http.StatusInternalServerError, "the bridge could not save the device", seeLog},
 	ReceiptsUnread:       {InternalCode, http.StatusInternalServerError, "the bridge could not read the receipts", seeLog},
-	ConfirmNotMade:       {InternalCode, http.StatusInternalServerError, "the bridge could not make a confirmation", "try again"},
 	NoStreaming:          {InternalCode, http.StatusInternalServerError, "streaming is not supported here", ""},
 	AgentUnreachable:     {AgentUnreachableCode, http.StatusBadGateway, "%s", ""},
 }
