@@ -20,6 +20,7 @@ import (
 	"github.com/collie-linux/collie/internal/agent/durable/board"
 	"github.com/collie-linux/collie/internal/bridge/config"
 	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/bridge/device/policy"
 	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"github.com/collie-linux/collie/internal/bridge/sources"
 	"github.com/collie-linux/collie/internal/protocol/wire"
@@ -134,7 +135,7 @@ func measureLatency(b *testing.B, tr string, watching bool) []time.Duration {
 	var handler http.Handler
 	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	host, port, _ := net.SplitHostPort(hs.Listener.Addr().String())
-	api = device.NewAPI(device.Options{Backend: br, Store: st, Pairings: store.NewPairings(nil), Log: quietLog, Site: device.NewSite("http", host, port)})
+	api = device.NewAPI(device.Options{Backend: br, Store: st, Pairings: store.NewPairings(nil), Log: quietLog, Site: policy.NewSite("http", host, port)})
 	handler = api.Handler()
 	hs.Start()
 	defer func() { hs.CloseClientConnections(); hs.Close(); api.Close() }()

@@ -21,6 +21,7 @@ import (
 	"github.com/collie-linux/collie/internal/agent/durable"
 	"github.com/collie-linux/collie/internal/bridge/config"
 	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/bridge/device/policy"
 	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"github.com/collie-linux/collie/internal/bridge/sources"
 	"github.com/collie-linux/collie/internal/protocol/wire"
@@ -254,7 +255,7 @@ func TestLoadChild(t *testing.T) {
 	var handler http.Handler
 	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	host, port, _ := net.SplitHostPort(hs.Listener.Addr().String())
-	api = device.NewAPI(device.Options{Backend: br, Store: st, Pairings: store.NewPairings(nil), Log: quiet(), Site: device.NewSite("http", host, port)})
+	api = device.NewAPI(device.Options{Backend: br, Store: st, Pairings: store.NewPairings(nil), Log: quiet(), Site: policy.NewSite("http", host, port)})
 	handler = api.Handler()
 	hs.Start()
 	defer func() { hs.CloseClientConnections(); hs.Close(); api.Close() }()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/bridge/device/policy"
 	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"github.com/collie-linux/collie/internal/bridge/push"
 	"github.com/collie-linux/collie/internal/bridge/push/dispatch"
@@ -148,7 +149,7 @@ func TestThousandQuestionsInAMinute_D9(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		api := device.NewAPI(device.Options{Backend: b, Store: devs, Pairings: store.NewPairings(nil), Log: quiet(), Site: device.NewSite("http", "127.0.0.1", "8780")})
+		api := device.NewAPI(device.Options{Backend: b, Store: devs, Pairings: store.NewPairings(nil), Log: quiet(), Site: policy.NewSite("http", "127.0.0.1", "8780")})
 		b.api = api
 		ctx, cancel := context.WithCancel(t.Context())
 		b.ctx = ctx

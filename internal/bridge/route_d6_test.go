@@ -19,6 +19,7 @@ import (
 	"github.com/collie-linux/collie/internal/agent/durable/board"
 	"github.com/collie-linux/collie/internal/bridge/audit"
 	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/bridge/device/policy"
 	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"github.com/collie-linux/collie/internal/bridge/sources"
 	"github.com/collie-linux/collie/internal/bridge/view"
@@ -134,7 +135,7 @@ func TestD6Route(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := device.NewAPI(device.Options{Backend: b, Store: st, Pairings: store.NewPairings(nil), Audit: rec, Site: device.NewSite("http", host, port)})
+	api := device.NewAPI(device.Options{Backend: b, Store: st, Pairings: store.NewPairings(nil), Audit: rec, Site: policy.NewSite("http", host, port)})
 	handler = api.Handler()
 	srv.Start()
 	t.Cleanup(func() { srv.Close(); api.Close() })

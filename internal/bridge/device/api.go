@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/collie-linux/collie/internal/bridge/device/policy"
 	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"log/slog"
 	"net/http"
@@ -69,7 +70,7 @@ type Options struct {
 	Now      func() time.Time
 	// Site is the listener's allow-list of host names and origins
 	// (Listener.Site); requests for any other host are refused.
-	Site *Site
+	Site *policy.Site
 	// WebPushKey is the VAPID public key pages subscribe with
 	// (webpush.Provider.PublicKey); "" when Web Push is off.
 	WebPushKey string
@@ -81,13 +82,13 @@ type Options struct {
 // API serves the device API, /api/v1/.
 type API struct {
 	o        Options
-	site     *Site
+	site     *policy.Site
 	feed     *feed
 	decided  *decisions
-	writes   *limiter // per device
-	srcWrite *limiter // per source: writes
-	srcPair  *limiter // per source: pairing attempts
-	srcAgent *limiter // per source: the agent surface
+	writes   *policy.Limiter // per device
+	srcWrite *policy.Limiter // per source: writes
+	srcPair  *policy.Limiter // per source: pairing attempts
+	srcAgent *policy.Limiter // per source: the agent surface
 	refusals *refusals
 	outlook  *tracker // what devices read, with revisions (reads.go)
 
@@ -110,17 +111,17 @@ func NewAPI(o Options) *API {
 	}
 	site := o.Site
 	if site == nil {
-		site = &Site{} // allows no host: nothing is served
+		site = &policy.Site{} // allows no host: nothing is served
 	}
 	a := &API{
 		o:        o,
 		site:     site,
 		feed:     newFeed(o.Store.Authenticate, o.Backend.SetWatching),
 		decided:  newDecisions(o.Now),
-		writes:   newLimiter(5, 20, o.Now),
-		srcWrite: newLimiter(10, 40, o.Now),
-		srcPair:  newLimiter(0.2, 5, o.Now),
-		srcAgent: newLimiter(5, 40, o.Now),
+		writes:   policy.NewLimiter(5, 20, o.Now),
+		srcWrite: policy.NewLimiter(10, 40, o.Now),
+		srcPair:  policy.NewLimiter(0.2, 5, o.Now),
+		srcAgent: policy.NewLimiter(5, 40, o.Now),
 	}
 	a.identify = o.Store.Identify
 	a.refusals = newRefusals(RefusalWindow, a.record)
@@ -274,7 +275,7 @@ func (a *API) pair(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	a.o.Log.Info(fmt.Sprintf("a device was paired: %q (%s)", d.Name, d.ID), "device", d.ID, "name", d.Name)
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: cred, Path: "/api/", HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteStrictMode, MaxAge: 400 * 24 * 3600})
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: cred, Path: "/api/", HttpOnly: true, Secure: policy.Secure(r), SameSite: http.SameSiteStrictMode, MaxAge: 400 * 24 * 3600})
 	writeJSON(w, http.StatusOK, PairReply{DeviceID: d.ID, Credential: cred, Code: store.VerificationCode(req.Secret)})
 }
 

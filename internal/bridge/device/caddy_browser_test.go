@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"github.com/collie-linux/collie/internal/bridge/device/policy"
 	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"io"
 	"log/slog"
@@ -41,7 +42,7 @@ func TestCaddyInChromium_D6(t *testing.T) {
 	const name = "collie.invalid"
 	port := caddytest.FreePort(t) // Caddy's
 	public := "https://" + name + ":" + port
-	l, err := Listen(ListenConfig{Addr: "127.0.0.1:0", ProxyHeaders: ProxyXForwarded, PublicURL: public}, t.TempDir())
+	l, err := Listen(ListenConfig{Addr: "127.0.0.1:0", ProxyHeaders: policy.ProxyXForwarded, PublicURL: public}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package device
 
 import (
 	"context"
+	"github.com/collie-linux/collie/internal/bridge/device/policy"
 	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"net/http"
 	"net/http/httptest"
@@ -75,7 +76,7 @@ func streamAPI(t *testing.T, back Backend) (*API, store.Device, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := NewAPI(Options{Backend: back, Store: st, Pairings: store.NewPairings(nil), Site: NewSite("http", "127.0.0.1", "8780")})
+	a := NewAPI(Options{Backend: back, Store: st, Pairings: store.NewPairings(nil), Site: policy.NewSite("http", "127.0.0.1", "8780")})
 	t.Cleanup(a.Close)
 	return a, d, cred
 }

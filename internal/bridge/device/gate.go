@@ -1,16 +1,11 @@
 package device
 
 import (
-	"container/list"
 	"context"
-	"fmt"
+	"github.com/collie-linux/collie/internal/bridge/device/policy"
 	"github.com/collie-linux/collie/internal/bridge/device/store"
-	"math"
 	"net/http"
-	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/collie-linux/collie/internal/bridge/device/apierr"
 	"github.com/collie-linux/collie/internal/protocol/bearer"
@@ -84,8 +79,8 @@ func (rt *router) agentRoute(pattern string, h http.Handler) {
 			rt.a.refuseRequest(w, r, apierr.CrossSiteAgent)
 			return
 		}
-		if ok, wait := rt.a.srcAgent.take(sourceOf(r)); !ok {
-			limit, when := rt.a.srcAgent.refusal(w, wait)
+		if ok, wait := rt.a.srcAgent.Take(policy.Source(r)); !ok {
+			limit, when := rt.a.srcAgent.Refusal(w, wait)
 			apierr.Refuse(w, apierr.RateLimitedSource, limit, when)
 			return
 		}
@@ -116,12 +111,12 @@ func (rt *router) write(pattern string, spec gateSpec, h gatedFunc) {
 }
 
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r, err := rt.a.site.front(r)
+	r, err := rt.a.site.Front(r)
 	if err != nil {
-		apierr.Refuse(w, apierr.BadForwarded, rt.a.site.proxyHeaderNames())
+		apierr.Refuse(w, apierr.BadForwarded, rt.a.site.ProxyHeaderNames())
 		return
 	}
-	if !rt.a.site.hostOK(r) {
+	if !rt.a.site.HostOK(r) {
 		rt.a.refuseRequest(w, r, apierr.WrongHost)
 		return
 	}
@@ -129,7 +124,7 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 		// A browser sends Origin on a read only when another origin's
 		// page asks (CORS): that page gets nothing. Writes are the gate's.
-		if r.Header.Get("Origin") != "" && !rt.a.site.originOK(r) {
+		if r.Header.Get("Origin") != "" && !rt.a.site.OriginOK(r) {
 			rt.a.refuseRequest(w, r, apierr.CrossSiteRead)
 			return
 		}
@@ -144,9 +139,9 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // gateSpec says what a route's gate asks for.
 type gateSpec struct {
-	write  string   // the write's name ("answer", …, or "pair"), as refusals record it
-	paired bool     // a paired device's credential is needed
-	source *limiter // the per-source rate for this route
+	write  string          // the write's name ("answer", …, or "pair"), as refusals record it
+	paired bool            // a paired device's credential is needed
+	source *policy.Limiter // the per-source rate for this route
 }
 
 // gatedFunc is a handler behind the gate, with the call's context.
@@ -177,7 +172,7 @@ func (c *call) refuseAs(w http.ResponseWriter, device string, req wire.Request, 
 // reason's row, and records it (to the journal: it is no write).
 func (a *API) refuseRequest(w http.ResponseWriter, r *http.Request, reason apierr.Reason) {
 	reply := apierr.Refuse(w, reason)
-	a.refusals.add(refusal{source: sourceOf(r), Refusal: Refusal{Code: string(reply.Code), Reason: reply.Message}})
+	a.refusals.add(refusal{source: policy.Source(r), Refusal: Refusal{Code: string(reply.Code), Reason: reply.Message}})
 }
 
 // gate is the write gate (D6), in front of every state-changing route.
@@ -200,7 +195,7 @@ func (a *API) refuseRequest(w http.ResponseWriter, r *http.Request, reason apier
 // once, and only for a refusal: a write that passes never pays for it.
 func (a *API) gate(spec gateSpec, next gatedFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := &call{a: a, source: sourceOf(r), agent: r.PathValue("agent"), write: spec.write}
+		c := &call{a: a, source: policy.Source(r), agent: r.PathValue("agent"), write: spec.write}
 		cred := credential(r)
 		// who names the device a refusal before the credential's check is
 		// recorded as (none for a route that takes no credential).
@@ -210,12 +205,12 @@ func (a *API) gate(spec gateSpec, next gatedFunc) http.Handler {
 			}
 			return a.identify(cred)
 		}
-		if !a.site.originOK(r) || r.Header.Get(WriteHeader) != "1" {
+		if !a.site.OriginOK(r) || r.Header.Get(WriteHeader) != "1" {
 			c.refuseAs(w, who(), nil, apierr.CrossSiteWrite)
 			return
 		}
-		if ok, wait := spec.source.take(c.source); !ok {
-			limit, when := spec.source.refusal(w, wait)
+		if ok, wait := spec.source.Take(c.source); !ok {
+			limit, when := spec.source.Refusal(w, wait)
 			c.refuseAs(w, who(), nil, apierr.RateLimitedSource, limit, when)
 			return
 		}
@@ -228,8 +223,8 @@ func (a *API) gate(spec gateSpec, next gatedFunc) http.Handler {
 			}
 			defer leave()
 			c.dev = d
-			if ok, wait := a.writes.take(d.ID); !ok {
-				limit, when := a.writes.refusal(w, wait)
+			if ok, wait := a.writes.Take(d.ID); !ok {
+				limit, when := a.writes.Refusal(w, wait)
 				c.refuse(w, nil, apierr.RateLimitedDevice, limit, when)
 				return
 			}
@@ -237,86 +232,4 @@ func (a *API) gate(spec gateSpec, next gatedFunc) http.Handler {
 		}
 		next(w, r, c)
 	})
-}
-
-// limiter is a token bucket per key (a device, a source): a flood is
-// refused rather than passed on.
-type limiter struct {
-	rate  float64 // tokens a second
-	burst float64
-	now   func() time.Time
-
-	mu      sync.Mutex
-	buckets map[string]*list.Element // of order; values are *bucket
-	order   *list.List               // least recently used first
-}
-
-type bucket struct {
-	key    string
-	tokens float64
-	last   time.Time
-}
-
-// maxBuckets bounds a limiter's memory: it never holds more buckets than
-// this. Past it, the least recently used bucket is forgotten. That key,
-// if it comes back, starts again with a full burst, as a new key does:
-// a flood of distinct keys gains nothing it does not have already, and a
-// key in steady use is the last to go, so it keeps its place.
-const maxBuckets = 4096
-
-func newLimiter(rate, burst float64, now func() time.Time) *limiter {
-	return &limiter{rate: rate, burst: burst, now: now, buckets: map[string]*list.Element{}, order: list.New()}
-}
-
-// take takes a token for key; without one, wait is how long until the
-// next one is there.
-func (l *limiter) take(key string) (ok bool, wait time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
-	e, ok := l.buckets[key]
-	if ok {
-		l.order.MoveToBack(e)
-	} else {
-		if l.order.Len() >= maxBuckets {
-			oldest := l.order.Front()
-			delete(l.buckets, oldest.Value.(*bucket).key)
-			l.order.Remove(oldest)
-		}
-		e = l.order.PushBack(&bucket{key: key, tokens: l.burst, last: now})
-		l.buckets[key] = e
-	}
-	b := e.Value.(*bucket)
-	b.tokens = min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
-	b.last = now
-	if b.tokens < 1 {
-		return false, time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
-	}
-	b.tokens--
-	return true, 0
-}
-
-// refusal is what a 429 says: the limit as it is (a burst, then a steady
-// rate) and when the next request is let through, which it also sets as
-// Retry-After (whole seconds, rounded up).
-func (l *limiter) refusal(w http.ResponseWriter, wait time.Duration) (limit, when string) {
-	secs := max(1, int(math.Ceil(wait.Seconds())))
-	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	when = "in 1 second"
-	if secs > 1 {
-		when = fmt.Sprintf("in %d seconds", secs)
-	}
-	return l.describe(), when
-}
-
-// describe says the limit in words: "40 at once, then 10 a second".
-func (l *limiter) describe() string {
-	rate := ""
-	switch {
-	case l.rate >= 1:
-		rate = fmt.Sprintf("%g a second", l.rate)
-	case l.rate > 0:
-		rate = fmt.Sprintf("one every %g seconds", 1/l.rate)
-	}
-	return fmt.Sprintf("at most %g at once, then %s", l.burst, rate)
 }

@@ -2,6 +2,7 @@ package device
 
 import (
 	"encoding/json"
+	"github.com/collie-linux/collie/internal/bridge/device/policy"
 	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"io"
 	"log/slog"
@@ -43,7 +44,7 @@ func TestRebindingWithPublicURLInChromium_D6(t *testing.T) {
 	srv := httptest.NewUnstartedServer(nil)
 	site := siteOf(t, srv)
 	site.Allow("https", "collie.invalid", "")
-	site.TrustProxy(ProxyXForwarded)
+	site.TrustProxy(policy.ProxyXForwarded)
 	api := NewAPI(Options{Backend: back, Store: st, Pairings: pairs, Site: site, Log: slog.New(slog.NewTextHandler(&journal, nil))})
 	srv.Config.Handler = api.Handler()
 	srv.Start()

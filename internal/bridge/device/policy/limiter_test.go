@@ -1,4 +1,4 @@
-package device
+package policy
 
 import (
 	"strconv"
@@ -24,17 +24,17 @@ func TestLimiterMemoryIsBounded_D6(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			clock := &fakeClock{t: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)}
-			l := newLimiter(c.rate, c.burst, clock.now)
+			l := NewLimiter(c.rate, c.burst, clock.now)
 			steady := "phone"
 			next := clock.now()
 			for i := range 3 * maxBuckets {
 				if !clock.now().Before(next) {
-					if ok, wait := l.take(steady); !ok {
+					if ok, wait := l.Take(steady); !ok {
 						t.Fatalf("the steady key was refused after %d flood keys (wait %v)", i, wait)
 					}
 					next = clock.now().Add(c.every)
 				}
-				l.take("flood-" + strconv.Itoa(i))
+				l.Take("flood-" + strconv.Itoa(i))
 				if n := len(l.buckets); n > maxBuckets {
 					t.Fatalf("%d buckets after %d flood keys, bound %d", n, i+1, maxBuckets)
 				}
@@ -47,7 +47,7 @@ func TestLimiterMemoryIsBounded_D6(t *testing.T) {
 			}
 			// The limit itself still holds for the steady key.
 			for i := range int(c.burst) + 1 {
-				if ok, _ := l.take(steady); !ok {
+				if ok, _ := l.Take(steady); !ok {
 					if i == 0 {
 						t.Fatal("the steady key has no token left")
 					}

@@ -1,4 +1,4 @@
-package device
+package policy
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func TestSite_StricterThanCrossOriginProtection_D6(t *testing.T) {
 			}
 			la, _ := net.ResolveTCPAddr("tcp", "127.0.0.1:8780")
 			r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, net.Addr(la)))
-			if site.originOK(r) {
+			if site.OriginOK(r) {
 				t.Fatalf("the site's own check lets %s from %q through", tt.method, tt.origin)
 			}
 			if err := cop.Check(r); err != nil {

@@ -1,4 +1,4 @@
-package device
+package policy
 
 import (
 	"context"
@@ -90,10 +90,10 @@ func TestSite_HostAndOrigin(t *testing.T) {
 				t.Fatal(err)
 			}
 			r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, net.Addr(la)))
-			if got := tt.site.hostOK(r); got != tt.hostOK {
+			if got := tt.site.HostOK(r); got != tt.hostOK {
 				t.Errorf("Host %q: allowed = %v, want %v (list %v)", tt.host, got, tt.hostOK, tt.site.Hosts())
 			}
-			if got := tt.site.originOK(r); got != tt.ok {
+			if got := tt.site.OriginOK(r); got != tt.ok {
 				t.Errorf("Origin %q Sec-Fetch-Site %q: allowed = %v, want %v", tt.origin, tt.fetchSite, got, tt.ok)
 			}
 		})
@@ -124,13 +124,13 @@ func FuzzSiteHost(f *testing.F) {
 		r := httptest.NewRequest("POST", "/", nil)
 		r.Host = host
 		r.Header.Set("Origin", origin)
-		if site.hostOK(r) {
+		if site.HostOK(r) {
 			h, port, ok := splitHost(host)
 			if !ok || !own[h] || port != "8780" {
 				t.Fatalf("Host %q accepted as %q port %q", host, h, port)
 			}
 		}
-		if origin != "" && site.originOK(r) {
+		if origin != "" && site.OriginOK(r) {
 			u, err := url.Parse(origin)
 			if err != nil {
 				t.Fatalf("Origin %q accepted but does not parse", origin)
