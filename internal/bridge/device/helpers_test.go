@@ -45,6 +45,3 @@ func siteOf(t *testing.T, srv *httptest.Server) *policy.Site {
 	}
 	return policy.NewSite("http", host, port)
 }
-
-// tlsState marks a test request as one that came over TLS.
-var tlsState tls.ConnectionState

@@ -190,9 +190,8 @@ func New(reason Reason, args ...any) Reply {
 		panic(fmt.Sprintf("apierr: reason %d is not a row of the table", reason))
 	}
 	row := table[reason]
-	n := verbs(row.Message)
-	n = min(n, len(args))
-	out := Reply{Code: row.Code, Status: row.Status, Message: row.Message, Hint: row.Hint}
+	n := min(verbs(row.Message), len(args))
+	out := Reply(row)
 	if verbs(row.Message) > 0 {
 		out.Message = fmt.Sprintf(row.Message, args[:n]...)
 	}
