@@ -12,6 +12,11 @@
 // headers and rate) is internal/bridge/device/policy; the devices,
 // their credentials' hashes and pairing secrets are
 // internal/bridge/device/store; every refusal is a row of
-// internal/bridge/device/apierr. It reaches an agent only through
-// Backend.Forward.
+// internal/bridge/device/apierr.
+//
+// It imports those three, the web app (web), the bridge's view and audit
+// types, agent login's contract and the protocol; it reaches an agent only
+// through Backend.Forward, never through the bridge's clients (upstream,
+// sources, control), and only the bridge and collie link it
+// (internal/suite/deps).
 package device
