@@ -6,6 +6,7 @@ import (
 
 	"github.com/collie-linux/collie/internal/bridge/audit"
 	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
@@ -19,7 +20,7 @@ type Auditor struct {
 // Begin implements device.Recorder: the write's line with the result
 // "pending" goes to the log before the write goes to the agent, so a crash
 // in between leaves "outcome unknown" rather than nothing (A1, A5).
-func (a Auditor) Begin(d device.Device, agent, write string, req wire.WriteRequest) device.Outcome {
+func (a Auditor) Begin(d store.Device, agent, write string, req wire.WriteRequest) device.Outcome {
 	who := audit.Who{Session: agent, Device: d.ID}
 	ev, err := audit.EventOf(write, req, audit.OK)
 	if err != nil {
@@ -87,7 +88,7 @@ func (a Auditor) Receipts(device string, since time.Time) ([]audit.Receipt, erro
 // Setting implements device.Recorder: a write of a device's own settings
 // (turning notifications on or off), carried out or failed. Its line names
 // the device and no session: it reached no durable agent.
-func (a Auditor) Setting(d device.Device, ev audit.Event) {
+func (a Auditor) Setting(d store.Device, ev audit.Event) {
 	if _, err := a.Log.Record(audit.Who{Device: d.ID}, ev); err != nil {
 		a.Logger.Error("could not write a device's change of its settings to the audit log; the change itself went ahead", "err", err, "device", d.ID, "event", ev.Name())
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/collie-linux/collie/internal/bridge/audit"
 	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
@@ -24,7 +25,7 @@ func TestAuditor(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := Auditor{Log: log, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	d := device.Device{ID: "d-1", Name: "phone"}
+	d := store.Device{ID: "d-1", Name: "phone"}
 	const secret = "the typed secret words"
 	writes := []struct {
 		name  string
@@ -93,11 +94,11 @@ func TestAuditorRefused(t *testing.T) {
 		r    device.Refusal
 		want []string
 	}{
-		{device.Refusal{Device: device.UnknownDevice, Agent: "demo", Write: "send", Code: "not-paired", Reason: "this device is not paired", Count: 1},
+		{device.Refusal{Device: store.UnknownDevice, Agent: "demo", Write: "send", Code: "not-paired", Reason: "this device is not paired", Count: 1},
 			[]string{`"device":"unknown"`, `"event":"send"`, `"result":"refused"`, `"reason":"not-paired: this device is not paired"`}},
 		{device.Refusal{Device: "d-revoked", Agent: "demo", Write: "answer", Code: "not-paired", Reason: "revoked", Count: 1},
 			[]string{`"device":"d-revoked"`, `"event":"answer"`}},
-		{device.Refusal{Device: device.NoDevice, Agent: "demo", Write: "send", Req: send, Code: "cross-site", Reason: "a write needs the header", Count: 37},
+		{device.Refusal{Device: store.NoDevice, Agent: "demo", Write: "send", Req: send, Code: "cross-site", Reason: "a write needs the header", Count: 37},
 			[]string{`"device":""`, `"requestId":"r1"`, `"count":37`, `"reason":"cross-site: a write needs the header"`}},
 		// A device's own settings (A1): turning notifications on or off.
 		{device.Refusal{Device: "d-1", Write: "push.subscribe", Code: "bad-subscription", Reason: "its endpoint is not https", Count: 1},
@@ -143,7 +144,7 @@ func TestAuditorSetting_A1(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := Auditor{Log: log, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	d := device.Device{ID: "d-1"}
+	d := store.Device{ID: "d-1"}
 	a.Setting(d, audit.PushSubscribe{Service: "https://push.example", Result: audit.OK})
 	a.Setting(d, audit.PushUnsubscribe{Result: audit.Failed("store-failed: disk full")})
 	log.Close()

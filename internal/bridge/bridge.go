@@ -36,6 +36,7 @@ import (
 	"github.com/collie-linux/collie/internal/bridge/config"
 	"github.com/collie-linux/collie/internal/bridge/control"
 	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"github.com/collie-linux/collie/internal/bridge/push/dispatch"
 	"github.com/collie-linux/collie/internal/bridge/push/webpush"
 	"github.com/collie-linux/collie/internal/bridge/sources"
@@ -114,8 +115,8 @@ type Bridge struct {
 	schedCancel context.CancelFunc // stops the scheduler; nil until it runs
 
 	// The device API, when it is on.
-	devices  *device.Store
-	pairings *device.Pairings
+	devices  *store.Store
+	pairings *store.Pairings
 	api      *device.API
 	apiURL   string
 	apiFP    string

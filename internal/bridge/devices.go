@@ -13,6 +13,7 @@ import (
 
 	"github.com/collie-linux/collie/internal/bridge/control"
 	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
@@ -25,7 +26,7 @@ func (b *Bridge) startDevices(ctx context.Context) (func(), error) {
 	if b.o.Devices == nil {
 		return func() {}, nil
 	}
-	store, err := device.OpenStore(filepath.Join(b.o.Paths.State, "devices.json"), nil)
+	st, err := store.OpenStore(filepath.Join(b.o.Paths.State, "devices.json"), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -35,14 +36,14 @@ func (b *Bridge) startDevices(ctx context.Context) (func(), error) {
 		b.o.Log.Error("the device API is off: "+err.Error(), "listen", b.o.Devices.Addr)
 		return func() {}, nil
 	}
-	b.devices, b.pairings = store, device.NewPairings(nil)
+	b.devices, b.pairings = st, store.NewPairings(nil)
 	webPushKey := ""
 	if wp := b.o.WebPush; wp != nil {
-		wp.SetSubscriptions(store) // revoking a device drops its subscription
+		wp.SetSubscriptions(st) // revoking a device drops its subscription
 		webPushKey = wp.PublicKey()
 	}
 	b.apiURL, b.apiFP, b.apiReach = linkOf(l)
-	b.api = device.NewAPI(device.Options{Backend: b, Store: store, Pairings: b.pairings, Audit: b.o.Audit, Log: b.o.Log, Site: l.Site, WebPushKey: webPushKey,
+	b.api = device.NewAPI(device.Options{Backend: b, Store: st, Pairings: b.pairings, Audit: b.o.Audit, Log: b.o.Log, Site: l.Site, WebPushKey: webPushKey,
 		Agents: b.agentService()})
 	b.web.Store(b.apiURL + "/")
 	srv := &http.Server{Handler: b.api.Handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10}

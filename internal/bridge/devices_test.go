@@ -5,17 +5,17 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 )
 
 // TestDevicesNoneIsEmptyList: with no device paired, the list is [], not
 // null, so collie devices --json prints [].
 func TestDevicesNoneIsEmptyList(t *testing.T) {
-	store, err := device.OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
+	st, err := store.OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &Bridge{devices: store}
+	b := &Bridge{devices: st}
 	devs, err := b.Devices()
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,8 @@ import (
 	"github.com/collie-linux/collie/internal/agent/durable/board"
 	"github.com/collie-linux/collie/internal/bridge/config"
 	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/bridge/device/policy"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"github.com/collie-linux/collie/internal/bridge/sources"
 	"github.com/collie-linux/collie/internal/protocol/wire"
 	"github.com/collie-linux/collie/internal/testkit/tlstest"
@@ -144,11 +146,11 @@ func measureLatency(b *testing.B, tr string, watching bool) []time.Duration {
 	if err := sources.Save(paths.Sources(), sources.File{Version: 1, Sources: srcs}); err != nil {
 		b.Fatal(err)
 	}
-	store, err := device.OpenStore(filepath.Join(paths.State, "devices.json"), nil)
+	st, err := store.OpenStore(filepath.Join(paths.State, "devices.json"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	_, cred, err := store.Add("phone")
+	_, cred, err := st.Add("phone")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -164,7 +166,7 @@ func measureLatency(b *testing.B, tr string, watching bool) []time.Duration {
 	var handler http.Handler
 	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	host, port, _ := net.SplitHostPort(hs.Listener.Addr().String())
-	api = device.NewAPI(device.Options{Backend: br, Store: store, Pairings: device.NewPairings(nil), Log: quietLog, Site: device.NewSite("http", host, port)})
+	api = device.NewAPI(device.Options{Backend: br, Store: st, Pairings: store.NewPairings(nil), Log: quietLog, Site: policy.NewSite("http", host, port)})
 	handler = api.Handler()
 	hs.Start()
 	defer func() { hs.CloseClientConnections(); hs.Close(); api.Close() }()

@@ -23,6 +23,8 @@ import (
 	"github.com/collie-linux/collie/internal/agent/durable"
 	"github.com/collie-linux/collie/internal/bridge/config"
 	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/bridge/device/policy"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"github.com/collie-linux/collie/internal/bridge/sources"
 	"github.com/collie-linux/collie/internal/protocol/wire"
 )
@@ -382,11 +384,11 @@ func TestLoadChild(t *testing.T) {
 		t.Skip("the bridge side of BenchmarkLoadThousand; run by it")
 	}
 	paths := config.Paths{Config: filepath.Join(dir, "config"), State: filepath.Join(dir, "state"), Runtime: filepath.Join(dir, "run")}
-	store, err := device.OpenStore(filepath.Join(paths.State, "devices.json"), nil)
+	st, err := store.OpenStore(filepath.Join(paths.State, "devices.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, cred, err := store.Add("phone")
+	_, cred, err := st.Add("phone")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +397,7 @@ func TestLoadChild(t *testing.T) {
 	var handler http.Handler
 	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	host, port, _ := net.SplitHostPort(hs.Listener.Addr().String())
-	api = device.NewAPI(device.Options{Backend: br, Store: store, Pairings: device.NewPairings(nil), Log: quiet(), Site: device.NewSite("http", host, port)})
+	api = device.NewAPI(device.Options{Backend: br, Store: st, Pairings: store.NewPairings(nil), Log: quiet(), Site: policy.NewSite("http", host, port)})
 	handler = api.Handler()
 	hs.Start()
 	defer func() { hs.CloseClientConnections(); hs.Close(); api.Close() }()

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/bridge/device/policy"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"github.com/collie-linux/collie/internal/bridge/push"
 	"github.com/collie-linux/collie/internal/bridge/push/dispatch"
 	"github.com/collie-linux/collie/internal/bridge/push/guard"
@@ -139,15 +141,15 @@ func TestThousandQuestionsInAMinute_D9(t *testing.T) {
 		rec := &pushRecorder{}
 		d := dispatch.New(dispatch.Options{Guard: g, Providers: []push.Provider{rec}, Log: quiet(), URL: func() string { return "http://127.0.0.1:8780/" }})
 		b := New(Options{Log: quiet(), Push: d})
-		store, err := device.OpenStore(filepath.Join(dir, "devices.json"), nil)
+		devs, err := store.OpenStore(filepath.Join(dir, "devices.json"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, cred, err := store.Add("phone")
+		_, cred, err := devs.Add("phone")
 		if err != nil {
 			t.Fatal(err)
 		}
-		api := device.NewAPI(device.Options{Backend: b, Store: store, Pairings: device.NewPairings(nil), Log: quiet(), Site: device.NewSite("http", "127.0.0.1", "8780")})
+		api := device.NewAPI(device.Options{Backend: b, Store: devs, Pairings: store.NewPairings(nil), Log: quiet(), Site: policy.NewSite("http", "127.0.0.1", "8780")})
 		b.api = api
 		ctx, cancel := context.WithCancel(t.Context())
 		b.ctx = ctx

@@ -11,6 +11,7 @@ import (
 
 	"github.com/collie-linux/collie/internal/bridge/audit"
 	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
@@ -26,7 +27,7 @@ func TestAuditorRegistry(t *testing.T) {
 	}
 	var logged bytes.Buffer
 	a := Auditor{Log: log, Logger: slog.New(slog.NewTextHandler(&logged, nil))}
-	d := device.Device{ID: "d-1", Name: "phone"}
+	d := store.Device{ID: "d-1", Name: "phone"}
 	var want []string // the event of each line
 	for _, w := range wire.Writes() {
 		a.Begin(d, "demo", w.Name, w.New()).End("ok", "")

@@ -19,6 +19,8 @@ import (
 	"github.com/collie-linux/collie/internal/agent/durable/board"
 	"github.com/collie-linux/collie/internal/bridge/audit"
 	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/bridge/device/policy"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"github.com/collie-linux/collie/internal/bridge/sources"
 	"github.com/collie-linux/collie/internal/bridge/view"
 	"github.com/collie-linux/collie/internal/protocol/wire"
@@ -119,11 +121,11 @@ func TestD6Route(t *testing.T) {
 		return fmt.Sprintf(`{"requestId":%q,"conversation":"main","question":%q,"revision":%d,"optionIds":[%q]}`, requestID, q.ID, q.Revision, option)
 	}
 
-	store, err := device.OpenStore(filepath.Join(tmp, "state", "devices.json"), nil)
+	st, err := store.OpenStore(filepath.Join(tmp, "state", "devices.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	phone, cred, err := store.Add("phone")
+	phone, cred, err := st.Add("phone")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +135,7 @@ func TestD6Route(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := device.NewAPI(device.Options{Backend: b, Store: store, Pairings: device.NewPairings(nil), Audit: rec, Site: device.NewSite("http", host, port)})
+	api := device.NewAPI(device.Options{Backend: b, Store: st, Pairings: store.NewPairings(nil), Audit: rec, Site: policy.NewSite("http", host, port)})
 	handler = api.Handler()
 	srv.Start()
 	t.Cleanup(func() { srv.Close(); api.Close() })
@@ -201,7 +203,7 @@ func TestD6Route(t *testing.T) {
 		{
 			name: "D6_unknown_agent", agent: "ghost", write: "send",
 			body:   `{"requestId":"r-ghost","conversation":"main","text":"hello"}`,
-			status: 404, code: wire.CodeUnknownTarget, msg: device.ErrUnknownAgent.Error(), event: "send", result: audit.StatusRefused,
+			status: 404, code: wire.CodeUnknownTarget, msg: `no durable agent called "ghost" is attached`, event: "send", result: audit.StatusRefused,
 		},
 		{
 			name:   "T3_folder_mode_broken",

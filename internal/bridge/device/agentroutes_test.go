@@ -1,6 +1,7 @@
 package device
 
 import (
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"io"
 	"log/slog"
 	"net/http"
@@ -26,12 +27,12 @@ func TestAgentSurface_D6(t *testing.T) {
 		w.WriteHeader(http.StatusTeapot)
 	})
 	clock := &fakeClock{t: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)}
-	store, err := OpenStore(filepath.Join(t.TempDir(), "devices.json"), clock.now)
+	st, err := store.OpenStore(filepath.Join(t.TempDir(), "devices.json"), clock.now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewUnstartedServer(nil)
-	api := NewAPI(Options{Backend: &agentSide{view: demoView(1)}, Store: store, Pairings: NewPairings(clock.now),
+	api := NewAPI(Options{Backend: &agentSide{view: demoView(1)}, Store: st, Pairings: store.NewPairings(clock.now),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clock.now, Site: siteOf(t, srv), Agents: agents})
 	srv.Config.Handler = api.Handler()
 	srv.Start()

@@ -2,15 +2,17 @@ package device
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/collie-linux/collie/internal/bridge/device/policy"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"log/slog"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/collie-linux/collie/internal/bridge/audit"
+	"github.com/collie-linux/collie/internal/bridge/device/apierr"
 	"github.com/collie-linux/collie/internal/bridge/device/web"
 	"github.com/collie-linux/collie/internal/bridge/view"
 	"github.com/collie-linux/collie/internal/login/loginwire"
@@ -41,7 +43,7 @@ type Recorder interface {
 	// ("ok", "refused" by the agent, "failed"). A crash between the two
 	// leaves the write as "outcome unknown" in the log. write is the
 	// write's name ("answer", "send", …).
-	Begin(dev Device, agent, write string, req wire.WriteRequest) Outcome
+	Begin(dev store.Device, agent, write string, req wire.WriteRequest) Outcome
 	// Refused records writes the device API refused itself, before they
 	// reached an agent; r.Count > 1 stands for repeats coalesced.
 	Refused(r Refusal)
@@ -50,7 +52,7 @@ type Recorder interface {
 	// Setting records a write of the device's own settings (turning
 	// notifications on or off) that the bridge carried out or failed;
 	// Refused records it refused.
-	Setting(dev Device, ev audit.Event)
+	Setting(dev store.Device, ev audit.Event)
 }
 
 // Outcome ends a write that Recorder.Begin noted.
@@ -61,14 +63,14 @@ type Outcome interface {
 // Options configure the device API.
 type Options struct {
 	Backend  Backend
-	Store    *Store
-	Pairings *Pairings
+	Store    *store.Store
+	Pairings *store.Pairings
 	Audit    Recorder // nil: no audit (tests)
 	Log      *slog.Logger
 	Now      func() time.Time
 	// Site is the listener's allow-list of host names and origins
 	// (Listener.Site); requests for any other host are refused.
-	Site *Site
+	Site *policy.Site
 	// WebPushKey is the VAPID public key pages subscribe with
 	// (webpush.Provider.PublicKey); "" when Web Push is off.
 	WebPushKey string
@@ -80,15 +82,19 @@ type Options struct {
 // API serves the device API, /api/v1/.
 type API struct {
 	o        Options
-	site     *Site
+	site     *policy.Site
 	feed     *feed
 	decided  *decisions
-	writes   *limiter // per device
-	srcWrite *limiter // per source: writes
-	srcPair  *limiter // per source: pairing attempts
-	srcAgent *limiter // per source: the agent surface
+	writes   *policy.Limiter // per device
+	srcWrite *policy.Limiter // per source: writes
+	srcPair  *policy.Limiter // per source: pairing attempts
+	srcAgent *policy.Limiter // per source: the agent surface
 	refusals *refusals
 	outlook  *tracker // what devices read, with revisions (reads.go)
+
+	// identify names who a refused credential belongs to
+	// (Store.Identify); a field so that tests count its calls.
+	identify func(cred string) string
 
 	// beforeStream, when set (tests), runs after an event stream's request
 	// arrived and before it is registered: where a revoke used to slip in.
@@ -105,18 +111,19 @@ func NewAPI(o Options) *API {
 	}
 	site := o.Site
 	if site == nil {
-		site = &Site{} // allows no host: nothing is served
+		site = &policy.Site{} // allows no host: nothing is served
 	}
 	a := &API{
 		o:        o,
 		site:     site,
 		feed:     newFeed(o.Store.Authenticate, o.Backend.SetWatching),
 		decided:  newDecisions(o.Now),
-		writes:   newLimiter(5, 20, o.Now),
-		srcWrite: newLimiter(10, 40, o.Now),
-		srcPair:  newLimiter(0.2, 5, o.Now),
-		srcAgent: newLimiter(5, 40, o.Now),
+		writes:   policy.NewLimiter(5, 20, o.Now),
+		srcWrite: policy.NewLimiter(10, 40, o.Now),
+		srcPair:  policy.NewLimiter(0.2, 5, o.Now),
+		srcAgent: policy.NewLimiter(5, 40, o.Now),
 	}
+	a.identify = o.Store.Identify
 	a.refusals = newRefusals(RefusalWindow, a.record)
 	a.outlook = newTracker(o.Backend.View, epoch())
 	return a
@@ -135,7 +142,7 @@ func (a *API) record(r refusal) {
 		return
 	}
 	what := "refused a request for another host name (a page on another site?)"
-	if r.Code == "cross-site" && r.Write == "" {
+	if r.Code == string(apierr.CrossSiteCode) && r.Write == "" {
 		what = "refused a read from another site's page"
 	}
 	switch r.Write {
@@ -215,7 +222,7 @@ func (a *API) authed(next http.HandlerFunc) http.Handler {
 // revokedMidRead answers a read whose device was revoked while it was
 // being made (its context ended; a client that went away reads nothing).
 func revokedMidRead(w http.ResponseWriter) {
-	apiErrorHint(w, http.StatusUnauthorized, CodeRevoked, "this device was revoked (collie devices revoke)", "pair it again with: collie pair")
+	apierr.Refuse(w, apierr.Revoked)
 }
 
 // replyRead writes a read's reply, unless the device was revoked while it
@@ -244,12 +251,15 @@ type PairReply struct {
 func (a *API) pair(w http.ResponseWriter, r *http.Request, c *call) {
 	var req PairRequest
 	if err := decodeBody(r, &req); err != nil {
-		status, code := bodyRefusal(err)
-		c.refuse(w, status, code, err.Error(), nil)
+		c.refuse(w, nil, bodyRefusal(err), err.Error())
 		return
 	}
 	if err := a.o.Pairings.Redeem(req.Secret); err != nil {
-		c.refuse(w, http.StatusForbidden, "pairing-refused", err.Error(), nil)
+		why := apierr.PairingUnknown
+		if errors.Is(err, store.ErrPairingExpired) {
+			why = apierr.PairingExpired
+		}
+		c.refuse(w, nil, why)
 		return
 	}
 	// A device the user did not name is named after its browser and
@@ -260,13 +270,13 @@ func (a *API) pair(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	d, cred, err := a.o.Store.Add(name)
 	if err != nil {
-		apiErrorHint(w, http.StatusInternalServerError, "internal", "the bridge could not save the device", "see journalctl --user -u collie")
+		apierr.Refuse(w, apierr.DeviceNotSaved)
 		a.o.Log.Error("save a paired device", "err", err)
 		return
 	}
 	a.o.Log.Info(fmt.Sprintf("a device was paired: %q (%s)", d.Name, d.ID), "device", d.ID, "name", d.Name)
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: cred, Path: "/api/", HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteStrictMode, MaxAge: 400 * 24 * 3600})
-	writeJSON(w, http.StatusOK, PairReply{DeviceID: d.ID, Credential: cred, Code: VerificationCode(req.Secret)})
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: cred, Path: "/api/", HttpOnly: true, Secure: policy.Secure(r), SameSite: http.SameSiteStrictMode, MaxAge: 400 * 24 * 3600})
+	writeJSON(w, http.StatusOK, PairReply{DeviceID: d.ID, Credential: cred, Code: store.VerificationCode(req.Secret)})
 }
 
 // DeviceView is what the API shows of a device: never the stored record,
@@ -278,13 +288,13 @@ type DeviceView struct {
 	LastSeen time.Time `json:"lastSeen,omitzero"`
 }
 
-// View is what the API shows of d.
-func (d Device) View() DeviceView {
+// viewOf is what the API shows of d.
+func viewOf(d store.Device) DeviceView {
 	return DeviceView{ID: d.ID, Name: d.Name, PairedAt: d.PairedAt, LastSeen: d.LastSeen}
 }
 
 func (a *API) whoami(w http.ResponseWriter, r *http.Request) {
-	replyRead(w, r, deviceOf(r.Context()).View())
+	replyRead(w, r, viewOf(deviceOf(r.Context())))
 }
 
 // receipts lists the device's own receipts (A6): what it did, when, and
@@ -298,7 +308,7 @@ func (a *API) receipts(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("since"); v != "" {
 		t, err := time.Parse(time.RFC3339, v)
 		if err != nil {
-			apiError(w, http.StatusBadRequest, wire.CodeBadRequest, "since must be a time like 2026-12-02T10:00:00Z")
+			apierr.Refuse(w, apierr.BadSince)
 			return
 		}
 		since = t
@@ -306,7 +316,7 @@ func (a *API) receipts(w http.ResponseWriter, r *http.Request) {
 	list, err := a.o.Audit.Receipts(deviceOf(r.Context()).ID, since)
 	if err != nil {
 		a.o.Log.Error("read receipts", "err", err)
-		apiErrorHint(w, http.StatusInternalServerError, "internal", "the bridge could not read the receipts", "see journalctl --user -u collie")
+		apierr.Refuse(w, apierr.ReceiptsUnread)
 		return
 	}
 	if list == nil {
@@ -322,13 +332,10 @@ type AnswerRequest struct {
 	Confirm string `json:"confirm,omitempty"`
 }
 
-// ConfirmReply is the body of 428 always-allow-confirm: tap again with the
-// token to apply the answer.
+// ConfirmReply is the body of 428 confirm-always: tap again with the
+// token to apply the answer. Its error is the table's row.
 type ConfirmReply struct {
-	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
+	apierr.ErrorBody
 	Confirm string      `json:"confirm"`
 	Expires time.Time   `json:"expires"`
 	Scope   *wire.Scope `json:"scope,omitempty"`
@@ -336,18 +343,22 @@ type ConfirmReply struct {
 
 // noSuchWrite answers a write name the API does not have.
 func (a *API) noSuchWrite(w http.ResponseWriter, r *http.Request, c *call) {
+	refuseNoSuchWrite(w, r.PathValue("write"))
+}
+
+func refuseNoSuchWrite(w http.ResponseWriter, name string) {
 	var names []string
 	for _, wr := range wire.Writes() {
 		names = append(names, wr.Name)
 	}
-	apiErrorHint(w, http.StatusNotFound, wire.CodeNotFound, fmt.Sprintf("there is no write called %q", r.PathValue("write")), "use one of "+strings.Join(names, ", "))
+	apierr.Refuse(w, apierr.NoSuchWrite, name, strings.Join(names, ", "))
 }
 
 // write runs a write that passed the gate (D6): the request is checked
 // and forwarded, and recorded either way.
 func (a *API) write(w http.ResponseWriter, r *http.Request, c *call) {
 	d, agent, name := c.dev, c.agent, c.write
-	refuse := func(status int, code, msg string, req wire.WriteRequest) { c.refuse(w, status, code, msg, req) }
+	refuse := func(req wire.WriteRequest, why apierr.Reason, args ...any) { c.refuse(w, req, why, args...) }
 	wr, err := wire.WriteNamed(name)
 	if err != nil {
 		a.noSuchWrite(w, r, c)
@@ -359,18 +370,16 @@ func (a *API) write(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	req := wr.New()
 	if err := decodeRequest(r, wr, req, req); err != nil {
-		status, code := bodyRefusal(err)
-		refuse(status, code, err.Error(), nil)
+		refuse(nil, bodyRefusal(err), err.Error())
 		return
 	}
 	a.forward(w, r.Context(), d, agent, wr, req, nil)
 }
 
-func (a *API) answer(w http.ResponseWriter, r *http.Request, d Device, agent string, wr wire.Write, refuse func(int, string, string, wire.WriteRequest)) {
+func (a *API) answer(w http.ResponseWriter, r *http.Request, d store.Device, agent string, wr wire.Write, refuse func(wire.WriteRequest, apierr.Reason, ...any)) {
 	var req AnswerRequest
 	if err := decodeRequest(r, wr, &req, &req.AnswerRequest); err != nil {
-		status, code := bodyRefusal(err)
-		refuse(status, code, err.Error(), nil)
+		refuse(nil, bodyRefusal(err), err.Error())
 		return
 	}
 	ans := &req.AnswerRequest
@@ -378,44 +387,45 @@ func (a *API) answer(w http.ResponseWriter, r *http.Request, d Device, agent str
 	// snapshot: the second device is told who answered, and when (D9).
 	qkey := decisionKey(agent, ans.Conversation, wire.Question{ID: ans.Question})
 	if prev, ok := a.decided.get(qkey); ok {
-		refuse(http.StatusConflict, wire.CodeAlreadyDecided, fmt.Sprintf("this question was answered already, by %s at %s", prev.DeviceName, prev.At.Format(time.RFC3339)), ans)
+		refuse(ans, apierr.AlreadyDecided, prev.DeviceName, prev.At.Format(time.RFC3339))
 		return
 	}
 	q, ok := a.question(agent, ans.Conversation, ans.Question)
 	if !ok {
-		refuse(http.StatusNotFound, wire.CodeUnknownQuestion, "there is no such open question; it may have been answered or withdrawn", ans)
+		refuse(ans, apierr.NoQuestion)
 		return
 	}
 	if q.Revision != ans.Revision {
-		refuse(http.StatusConflict, wire.CodeStaleRevision, fmt.Sprintf("the question changed (revision %d, not %d); read it again before you answer", q.Revision, ans.Revision), ans)
+		refuse(ans, apierr.StaleRevision, q.Revision, ans.Revision)
 		return
 	}
 	key := decisionKey(agent, ans.Conversation, q)
 	if ans.Always {
 		if !q.AllowAlways {
-			refuse(http.StatusUnprocessableEntity, wire.CodeBadAnswer, "this question does not offer always allow", ans)
+			refuse(ans, apierr.NoAlwaysAllow)
 			return
 		}
 		c := confirmation{device: d.ID, agent: agent, conversation: ans.Conversation, question: ans.Question, option: strings.Join(ans.OptionIDs, ","), revision: ans.Revision}
 		if req.Confirm == "" {
-			tok, exp, err := a.decided.offer(c)
-			if err != nil {
-				apiErrorHint(w, http.StatusInternalServerError, "internal", "the bridge could not make a confirmation", "try again")
-				return
-			}
+			tok, exp := a.decided.offer(c)
+			reply := apierr.New(apierr.ConfirmAlways)
 			var cr ConfirmReply
-			cr.Error.Code, cr.Error.Message = "confirm-always", "always allow lets every later call in this scope through unasked; tap again to confirm"
+			cr.ErrorBody = reply.Body()
 			cr.Confirm, cr.Expires, cr.Scope = tok, exp, q.AlwaysScope
-			writeJSON(w, http.StatusPreconditionRequired, cr)
+			writeJSON(w, reply.Status, cr)
 			return
 		}
 		if err := a.decided.redeem(req.Confirm, c); err != nil {
-			refuse(http.StatusPreconditionRequired, "confirm-refused", err.Error(), ans)
+			why := apierr.ConfirmExpired
+			if errors.Is(err, errConfirmMismatch) {
+				why = apierr.ConfirmMismatch
+			}
+			refuse(ans, why)
 			return
 		}
 	}
 	if prev, ok := a.decided.reserve(key); !ok {
-		refuse(http.StatusConflict, wire.CodeAlreadyDecided, fmt.Sprintf("this question was answered already, by %s at %s", prev.DeviceName, prev.At.Format(time.RFC3339)), ans)
+		refuse(ans, apierr.AlreadyDecided, prev.DeviceName, prev.At.Format(time.RFC3339))
 		return
 	}
 	dec := &Decision{Device: d.ID, DeviceName: d.Name, At: a.o.Now().UTC(), RequestID: ans.RequestID}
@@ -455,7 +465,7 @@ func (a *API) question(agent, conversation, id string) (wire.Question, bool) {
 // forward sends req, a request of the write wr, to the agent at the
 // write's route, and replies to the device. It reports whether the agent took
 // the write.
-func (a *API) forward(w http.ResponseWriter, ctx context.Context, d Device, agent string, wr wire.Write, req wire.WriteRequest, dec *Decision) bool {
+func (a *API) forward(w http.ResponseWriter, ctx context.Context, d store.Device, agent string, wr wire.Write, req wire.WriteRequest, dec *Decision) bool {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	var out Outcome
@@ -463,26 +473,26 @@ func (a *API) forward(w http.ResponseWriter, ctx context.Context, d Device, agen
 		out = a.o.Audit.Begin(d, agent, wr.Name, req)
 	}
 	reply, err := a.o.Backend.Forward(ctx, agent, wr.Path, req)
-	result, status, code := "ok", http.StatusOK, ""
+	// The reply to the device: the agent's own refusal as it gave it, or
+	// the table's row. The audit line's reason is the sentence it got.
+	result, reason, answer := "ok", "", func() {}
 	var ref *wire.Refused
 	switch {
 	case err == nil:
 	case errors.As(err, &ref):
-		result, status, code = "refused", ref.Status, ref.Code
+		result, reason, answer = "refused", err.Error(), func() { apierr.Relay(w, ref, err) }
 	case errors.Is(err, ErrUnknownAgent):
-		result, status, code = "refused", http.StatusNotFound, wire.CodeUnknownTarget
+		reply := apierr.New(apierr.UnknownAgent, agent)
+		result, reason, answer = "refused", reply.Message, func() { reply.Write(w) }
 	default:
-		result, status, code = "failed", http.StatusBadGateway, "agent-unreachable"
+		reply := apierr.New(apierr.AgentUnreachable, err.Error())
+		result, reason, answer = "failed", reply.Message, func() { reply.Write(w) }
 	}
 	if out != nil {
-		reason := ""
-		if err != nil {
-			reason = err.Error()
-		}
 		out.End(result, reason)
 	}
 	if err != nil {
-		apiError(w, status, code, err.Error())
+		answer()
 		return false
 	}
 	writeJSON(w, http.StatusOK, struct {
@@ -506,11 +516,11 @@ func (e bodyTooLarge) Error() string {
 
 // bodyRefusal is the status and code that refuse a body for err, an
 // error of decodeRequest or decodeBody.
-func bodyRefusal(err error) (int, string) {
+func bodyRefusal(err error) apierr.Reason {
 	if errors.As(err, new(bodyTooLarge)) {
-		return http.StatusRequestEntityTooLarge, wire.CodeBodyTooLarge
+		return apierr.BodyTooLarge
 	}
-	return http.StatusBadRequest, wire.CodeBadRequest
+	return apierr.BadRequest
 }
 
 // decodeRequest reads a write's body into v, capped and with the closed
@@ -544,35 +554,8 @@ func decodeBody(r *http.Request, v any) error {
 	return nil
 }
 
-func apiError(w http.ResponseWriter, status int, code, msg string) {
-	apiErrorHint(w, status, code, msg, "")
-}
-
-// ErrorBody is the device API's error reply: the protocol's error (code
-// and message) and, apart from the message, the fix when there is one, so
-// a device can show it as such.
-type ErrorBody struct {
-	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-		Hint    string `json:"hint,omitempty"`
-	} `json:"error"`
-}
-
-// apiErrorHint writes an error whose fix, hint, is kept apart from msg.
-func apiErrorHint(w http.ResponseWriter, status int, code, msg, hint string) {
-	var e ErrorBody
-	e.Error.Code, e.Error.Message, e.Error.Hint = code, msg, hint
-	writeJSON(w, status, e)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
-}
+// writeJSON writes a reply; an error reply goes through apierr.
+func writeJSON(w http.ResponseWriter, status int, v any) { apierr.JSON(w, status, v) }
 
 // healthz answers that the bridge's device API is reachable at the
 // address asked for (the Host check ran first), and nothing more: collie

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/collie-linux/collie/internal/bridge/device/apierr"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"io"
 	"log/slog"
 	"net/http"
@@ -72,7 +74,7 @@ type auditLog struct {
 }
 
 // Begin notes the intent (in begun); the line goes to lines at End.
-func (a *auditLog) Begin(d Device, agent, write string, req wire.WriteRequest) Outcome {
+func (a *auditLog) Begin(d store.Device, agent, write string, req wire.WriteRequest) Outcome {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.begun = append(a.begun, d.ID+" "+agent+" "+write)
@@ -99,7 +101,7 @@ func (a *auditLog) Refused(r Refusal) {
 	a.lines = append(a.lines, r.Device+" "+r.Agent+" "+r.Write+" refused "+r.Code+": "+r.Reason+" count="+itoa(r.Count))
 }
 
-func (a *auditLog) Setting(d Device, ev audit.Event) {
+func (a *auditLog) Setting(d store.Device, ev audit.Event) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var r audit.Result
@@ -142,8 +144,9 @@ type fixture struct {
 	api   *API
 	back  *agentSide
 	audit *auditLog
-	store *Store
-	pairs *Pairings
+	store *store.Store
+	path  string // the devices file
+	pairs *store.Pairings
 	clock *fakeClock
 	cred  string
 	devID string
@@ -179,11 +182,12 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{back: &agentSide{view: demoView(1)}, audit: &auditLog{}, clock: &fakeClock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}}
 	var err error
-	f.store, err = OpenStore(filepath.Join(t.TempDir(), "devices.json"), f.clock.now)
+	f.path = filepath.Join(t.TempDir(), "devices.json")
+	f.store, err = store.OpenStore(f.path, f.clock.now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.pairs = NewPairings(f.clock.now)
+	f.pairs = store.NewPairings(f.clock.now)
 	f.srv = httptest.NewUnstartedServer(nil)
 	f.api = NewAPI(Options{Backend: f.back, Store: f.store, Pairings: f.pairs, Audit: f.audit,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: f.clock.now, Site: siteOf(t, f.srv)})
@@ -406,12 +410,12 @@ func TestPairingSecrets(t *testing.T) {
 		t.Fatalf("replayed secret: %d %s", status, b)
 	}
 	p2, _ := f.pairs.New()
-	f.clock.add(PairingTTL + time.Second)
+	f.clock.add(store.PairingTTL + time.Second)
 	if status, b := f.do(t, "POST", "/api/v1/pair", "", `{"secret":"`+p2.Secret+`","name":"x"}`, writeHdr); status != 403 || !strings.Contains(b, "expired") {
 		t.Fatalf("expired secret: %d %s", status, b)
 	}
 	for _, d := range f.store.List() {
-		if strings.Contains(mustRead(t, f.store.path), f.cred) || d.CredHash == "" {
+		if strings.Contains(mustRead(t, f.path), f.cred) || d.CredHash == "" {
 			t.Fatal("the devices file holds a credential, not its hash")
 		}
 	}
@@ -522,7 +526,7 @@ func TestErrorHintApart(t *testing.T) {
 		{"POST", "/api/v1/agents/demo/frobnicate", f.cred, 404, wire.CodeNotFound, "use one of answer, send"},
 	} {
 		status, body := f.do(t, tt.method, tt.path, tt.cred, "{}", writeHdr)
-		var eb ErrorBody
+		var eb apierr.ErrorBody
 		if err := json.Unmarshal([]byte(body), &eb); err != nil || status != tt.status || eb.Error.Code != tt.code {
 			t.Fatalf("%s %s: %d %s", tt.method, tt.path, status, body)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -56,19 +57,19 @@ const pushStubs = `(() => {
 func TestNotificationsInChromium_D6(t *testing.T) {
 	chromium := needChromium(t)
 	back := &browserBackend{view: browserView(agentSnapshot(t))}
-	store, err := OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
+	st, err := store.OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	svc := pushtest.New(t, nil)
-	provider, err := webpush.New(webpush.Options{StateDir: t.TempDir(), Subscriptions: store, Client: svc.Client()})
+	provider, err := webpush.New(webpush.Options{StateDir: t.TempDir(), Subscriptions: st, Client: svc.Client()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sub := svc.Subscribe(t, provider.PublicKey())
-	pairs := NewPairings(nil)
+	pairs := store.NewPairings(nil)
 	srv := httptest.NewUnstartedServer(nil)
-	api := NewAPI(Options{Backend: back, Store: store, Pairings: pairs, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	api := NewAPI(Options{Backend: back, Store: st, Pairings: pairs, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Site: siteOf(t, srv), WebPushKey: provider.PublicKey()})
 	srv.Config.Handler = api.Handler()
 	srv.Start()
@@ -166,9 +167,9 @@ func TestNotificationsInChromium_D6(t *testing.T) {
 	if eval(`window.__pushTest.perm`, &perm); perm != 0 {
 		t.Fatalf("the page asked for notification permission %d times before any tap", perm)
 	}
-	devs := store.List()
-	if len(devs) != 1 || len(store.PushTargets()) != 0 {
-		t.Fatalf("before the tap: devices %+v, subscriptions %+v", devs, store.PushTargets())
+	devs := st.List()
+	if len(devs) != 1 || len(st.PushTargets()) != 0 {
+		t.Fatalf("before the tap: devices %+v, subscriptions %+v", devs, st.PushTargets())
 	}
 
 	// The tap: the permission (granted now, as the user's answer to the
@@ -202,7 +203,7 @@ func TestNotificationsInChromium_D6(t *testing.T) {
 	if seen.Perm != 1 || string(seen.Key) != string(key) || !seen.UserVisibleOnly {
 		t.Fatalf("after the tap: asked %d times, subscribed with key %x (want %x), userVisibleOnly %v", seen.Perm, seen.Key, key, seen.UserVisibleOnly)
 	}
-	targets := store.PushTargets()
+	targets := st.PushTargets()
 	if len(targets) != 1 || targets[0].Device != devs[0].ID || targets[0].Sub.Endpoint != sub.Endpoint ||
 		targets[0].Sub.Keys.P256dh != sub.P256dh || targets[0].Sub.Keys.Auth != sub.Auth {
 		t.Fatalf("the bridge holds %+v, want the page's subscription %s for %s", targets, sub.JSON(), devs[0].ID)

@@ -1,6 +1,7 @@
 package device
 
 import (
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -19,13 +20,13 @@ import (
 func TestSignInClearedInChromium_D6(t *testing.T) {
 	chromium := needChromium(t)
 	back := &browserBackend{view: browserView(agentSnapshot(t))}
-	store, err := OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
+	st, err := store.OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pairs := NewPairings(nil)
+	pairs := store.NewPairings(nil)
 	srv := httptest.NewUnstartedServer(nil)
-	api := NewAPI(Options{Backend: back, Store: store, Pairings: pairs, Site: siteOf(t, srv), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	api := NewAPI(Options{Backend: back, Store: st, Pairings: pairs, Site: siteOf(t, srv), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	srv.Config.Handler = api.Handler()
 	srv.Start()
 	t.Cleanup(srv.Close)
@@ -51,7 +52,7 @@ func TestSignInClearedInChromium_D6(t *testing.T) {
 	}
 
 	pair("pair without a name")
-	if devs := store.List(); len(devs) != 1 || devs[0].Name != "Chrome on Linux" {
+	if devs := st.List(); len(devs) != 1 || devs[0].Name != "Chrome on Linux" {
 		t.Fatalf("the device paired without a name is %+v; want it named Chrome on Linux", devs)
 	}
 
@@ -74,16 +75,16 @@ func TestSignInClearedInChromium_D6(t *testing.T) {
 
 	t.Run("revoked_is_revoked", func(t *testing.T) {
 		b.t = t
-		first := store.List()[0].ID
+		first := st.List()[0].ID
 		pair("pair again")
 		var second string
-		for _, d := range store.List() {
+		for _, d := range st.List() {
 			if d.ID != first {
 				second = d.ID
 			}
 		}
 		if second == "" {
-			t.Fatalf("pairing again made no new device: %+v", store.List())
+			t.Fatalf("pairing again made no new device: %+v", st.List())
 		}
 		if err := api.Revoke(second); err != nil {
 			t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"image/png"
 	"io"
 	"log/slog"
@@ -32,13 +33,13 @@ func TestWebAppInChromium(t *testing.T) {
 	began := time.Now()
 
 	back := &browserBackend{view: browserView(agentSnapshot(t))}
-	store, err := OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
+	st, err := store.OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pairs := NewPairings(nil)
+	pairs := store.NewPairings(nil)
 	srv := httptest.NewUnstartedServer(nil) // 127.0.0.1 only
-	api := NewAPI(Options{Backend: back, Store: store, Pairings: pairs, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Site: siteOf(t, srv)})
+	api := NewAPI(Options{Backend: back, Store: st, Pairings: pairs, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Site: siteOf(t, srv)})
 	srv.Config.Handler = api.Handler()
 	srv.Start()
 	t.Cleanup(srv.Close)
@@ -224,7 +225,7 @@ func TestWebAppInChromium(t *testing.T) {
 	do(t, loadGuard, "open the pairing link",
 		chromedp.Navigate(srv.URL+"/#pair="+p.Secret),
 		chromedp.WaitVisible(chromedp.ID("pair-code")))
-	if code := text(t, "#pair-code"); code != VerificationCode(p.Secret) || code != p.Code {
+	if code := text(t, "#pair-code"); code != store.VerificationCode(p.Secret) || code != p.Code {
 		t.Fatalf("the page shows the code %q, collie pair shows %q", code, p.Code)
 	}
 	if warn := text(t, ".pair .warn"); warn != "Pair only if this matches the code in your terminal." {
@@ -244,7 +245,7 @@ func TestWebAppInChromium(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-item="n2"]`)),
 		chromedp.WaitNotPresent(chromedp.CSS(`#main[aria-busy]`)))
 	pairTime := time.Since(pairStart)
-	devs := store.List()
+	devs := st.List()
 	if len(devs) != 1 || devs[0].Name != "Test phone" {
 		t.Fatalf("paired devices: %+v", devs)
 	}

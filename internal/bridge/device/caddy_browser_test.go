@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"github.com/collie-linux/collie/internal/bridge/device/policy"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"io"
 	"log/slog"
 	"net"
@@ -41,7 +43,7 @@ func TestCaddyInChromium_D6(t *testing.T) {
 	const name = "collie.invalid"
 	port := caddytest.FreePort(t) // Caddy's
 	public := "https://" + name + ":" + port
-	l, err := Listen(ListenConfig{Addr: "127.0.0.1:0", ProxyHeaders: ProxyXForwarded, PublicURL: public}, t.TempDir())
+	l, err := Listen(ListenConfig{Addr: "127.0.0.1:0", ProxyHeaders: policy.ProxyXForwarded, PublicURL: public}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,13 +51,13 @@ func TestCaddyInChromium_D6(t *testing.T) {
 		t.Fatalf("the listener's public URL is %q, want %q", l.Public, public)
 	}
 	back := &browserBackend{view: browserView(agentSnapshot(t))}
-	store, err := OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
+	st, err := store.OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pairs := NewPairings(nil)
+	pairs := store.NewPairings(nil)
 	var journal testbuf.Buffer
-	api := NewAPI(Options{Backend: back, Store: store, Pairings: pairs, Site: l.Site, Log: slog.New(slog.NewTextHandler(&journal, nil))})
+	api := NewAPI(Options{Backend: back, Store: st, Pairings: pairs, Site: l.Site, Log: slog.New(slog.NewTextHandler(&journal, nil))})
 	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(l)
 	stopBridge := func() { srv.Close(); api.Close() }
@@ -96,7 +98,7 @@ func TestCaddyInChromium_D6(t *testing.T) {
 		chromedp.SetValue(chromedp.ID("pair-name"), "Phone through Caddy"),
 		chromedp.Click(chromedp.ID("pair-submit")),
 		chromedp.WaitVisible(chromedp.CSS(`[data-question="q-yes"]`)))
-	if devs := store.List(); len(devs) != 1 || devs[0].Name != "Phone through Caddy" {
+	if devs := st.List(); len(devs) != 1 || devs[0].Name != "Phone through Caddy" {
 		t.Fatalf("paired devices: %+v", devs)
 	}
 	cookies, err := chromedp.Call(b.ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{public + "/api/v1/state"}})

@@ -2,6 +2,7 @@ package device
 
 import (
 	"encoding/json"
+	"github.com/collie-linux/collie/internal/bridge/device/apierr"
 	"net/http"
 	"strings"
 	"testing"
@@ -34,7 +35,7 @@ func TestUnpairedToldApart(t *testing.T) {
 		for _, rt := range routes {
 			t.Run(c.name+rt.path, func(t *testing.T) {
 				status, body := f.do(t, rt.method, rt.path, c.cred, rt.body, writeHdr)
-				var eb ErrorBody
+				var eb apierr.ErrorBody
 				json.Unmarshal([]byte(body), &eb)
 				if status != http.StatusUnauthorized || eb.Error.Code != c.code || !strings.Contains(eb.Error.Message, c.says) {
 					t.Fatalf("%s %s: %d %s; want 401 %s saying %q", rt.method, rt.path, status, body, c.code, c.says)

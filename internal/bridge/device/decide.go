@@ -1,11 +1,19 @@
 package device
 
 import (
-	"fmt"
+	"crypto/rand"
+	"errors"
 	"sync"
 	"time"
 
 	"github.com/collie-linux/collie/internal/protocol/wire"
+)
+
+// Errors of redeem; the device is told them by apierr's rows
+// (ConfirmExpired, ConfirmMismatch).
+var (
+	errConfirmExpired  = errors.New("the confirmation for always allow has expired or was used")
+	errConfirmMismatch = errors.New("the confirmation for always allow was made for another question, revision, option or device")
 )
 
 // ConfirmTTL is how long the second tap of "always allow" may come (D7).
@@ -105,17 +113,14 @@ func (d *decisions) prune() {
 
 // offer makes the confirmation an "always allow" answer needs: a token
 // bound to this device, question, revision and option (D7).
-func (d *decisions) offer(c confirmation) (string, time.Time, error) {
-	tok, err := random(18)
-	if err != nil {
-		return "", time.Time{}, err
-	}
+func (d *decisions) offer(c confirmation) (string, time.Time) {
+	tok := rand.Text() // 130 random bits; never fails
 	c.expires = d.now().Add(ConfirmTTL)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.prune()
 	d.confirm[tok] = c
-	return tok, c.expires, nil
+	return tok, c.expires
 }
 
 // redeem checks and uses up a confirmation token for c.
@@ -125,12 +130,12 @@ func (d *decisions) redeem(tok string, c confirmation) error {
 	d.prune()
 	got, ok := d.confirm[tok]
 	if !ok {
-		return fmt.Errorf("the confirmation for always allow has expired or was used; tap always allow again")
+		return errConfirmExpired
 	}
 	delete(d.confirm, tok) // used up, matched or not: a wrong try cannot be repeated
 	got.expires = time.Time{}
 	if got != c {
-		return fmt.Errorf("the confirmation for always allow was made for another question, revision, option or device; tap always allow again")
+		return errConfirmMismatch
 	}
 	return nil
 }

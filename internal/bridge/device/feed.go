@@ -2,6 +2,7 @@ package device
 
 import (
 	"context"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"sync"
 )
 
@@ -16,7 +17,7 @@ import (
 // it, and one that comes after finds the device gone. There is no moment
 // between the two in which a revoke could miss it.
 type feed struct {
-	auth     func(cred string) (Device, bool) // the store's
+	auth     func(cred string) (store.Device, bool) // the store's
 	watching func(bool)
 
 	mu      sync.Mutex
@@ -41,7 +42,7 @@ type conn struct {
 	cancel context.CancelFunc // ends the request (revoke)
 }
 
-func newFeed(auth func(string) (Device, bool), watching func(bool)) *feed {
+func newFeed(auth func(string) (store.Device, bool), watching func(bool)) *feed {
 	if watching == nil {
 		watching = func(bool) {}
 	}
@@ -50,14 +51,14 @@ func newFeed(auth func(string) (Device, bool), watching func(bool)) *feed {
 
 // enter authenticates cred and registers the request in one step. The
 // returned context ends when the device is revoked; leave unregisters.
-func (f *feed) enter(ctx context.Context, cred string, stream bool) (Device, *conn, context.Context, func(), bool) {
+func (f *feed) enter(ctx context.Context, cred string, stream bool) (store.Device, *conn, context.Context, func(), bool) {
 	ctx, cancel := context.WithCancel(ctx)
 	f.mu.Lock()
 	d, ok := f.auth(cred)
 	if !ok {
 		f.mu.Unlock()
 		cancel()
-		return Device{}, nil, nil, nil, false
+		return store.Device{}, nil, nil, nil, false
 	}
 	c := &conn{device: d.ID, stream: stream, notify: make(chan struct{}, 1), cancel: cancel}
 	f.conns[c] = struct{}{}

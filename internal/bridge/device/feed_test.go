@@ -2,6 +2,8 @@ package device
 
 import (
 	"context"
+	"github.com/collie-linux/collie/internal/bridge/device/policy"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -24,7 +26,7 @@ func TestWatchingFollowsStreams_K8(t *testing.T) {
 		opened := make(chan func(), 1)
 		var f *feed
 		raced := false
-		f = newFeed(func(string) (Device, bool) { return Device{ID: "d-1"}, true }, func(on bool) {
+		f = newFeed(func(string) (store.Device, bool) { return store.Device{ID: "d-1"}, true }, func(on bool) {
 			if !on && !raced {
 				raced = true
 				// While this report is on its way, another stream opens
@@ -64,17 +66,17 @@ func TestWatchingFollowsStreams_K8(t *testing.T) {
 
 // streamAPI is an API on a fresh store with one paired device, for the
 // revoke tests.
-func streamAPI(t *testing.T, back Backend) (*API, Device, string) {
+func streamAPI(t *testing.T, back Backend) (*API, store.Device, string) {
 	t.Helper()
-	store, err := OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
+	st, err := store.OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, cred, err := store.Add("phone")
+	d, cred, err := st.Add("phone")
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := NewAPI(Options{Backend: back, Store: store, Pairings: NewPairings(nil), Site: NewSite("http", "127.0.0.1", "8780")})
+	a := NewAPI(Options{Backend: back, Store: st, Pairings: store.NewPairings(nil), Site: policy.NewSite("http", "127.0.0.1", "8780")})
 	t.Cleanup(a.Close)
 	return a, d, cred
 }

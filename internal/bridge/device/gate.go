@@ -2,14 +2,12 @@ package device
 
 import (
 	"context"
-	"fmt"
-	"math"
+	"github.com/collie-linux/collie/internal/bridge/device/policy"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"net/http"
-	"strconv"
 	"strings"
-	"sync"
-	"time"
 
+	"github.com/collie-linux/collie/internal/bridge/device/apierr"
 	"github.com/collie-linux/collie/internal/protocol/bearer"
 	"github.com/collie-linux/collie/internal/protocol/wire"
 )
@@ -27,8 +25,8 @@ const CookieName = "collie_device"
 type ctxKey struct{}
 
 // deviceOf returns the device a request was authenticated as.
-func deviceOf(ctx context.Context) Device {
-	d, _ := ctx.Value(ctxKey{}).(Device)
+func deviceOf(ctx context.Context) store.Device {
+	d, _ := ctx.Value(ctxKey{}).(store.Device)
 	return d
 }
 
@@ -48,7 +46,7 @@ func credential(r *http.Request) string {
 // GET only; every other method goes through write, which puts the write
 // gate in front of the handler: a state-changing route outside the gate
 // cannot be registered. ServeHTTP refuses a request for another host
-// before any route, and refuses a state-changing method on a route the
+// before any route (the one Host check: the gate relies on it), and refuses a state-changing method on a route the
 // gate does not guard (TestEveryWriteIsGated walks the routes).
 type router struct {
 	a      *API
@@ -78,12 +76,12 @@ func newRouter(a *API) *router {
 func (rt *router) agentRoute(pattern string, h http.Handler) {
 	rt.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Origin") != "" || r.Header.Get("Sec-Fetch-Site") != "" {
-			rt.a.refusals.add(refusal{source: sourceOf(r), Refusal: Refusal{Code: "cross-site", Reason: "a web page called the agent surface"}})
-			apiError(w, http.StatusForbidden, "cross-site", "the agent surface answers programs, never a web page")
+			rt.a.refuseRequest(w, r, apierr.CrossSiteAgent)
 			return
 		}
-		if ok, wait := rt.a.srcAgent.take(sourceOf(r)); !ok {
-			apiError(w, http.StatusTooManyRequests, "rate-limited", rt.a.srcAgent.refusal(w, "requests from this address", wait))
+		if ok, wait := rt.a.srcAgent.Take(policy.Source(r)); !ok {
+			limit, when := rt.a.srcAgent.Refusal(w, wait)
+			apierr.Refuse(w, apierr.RateLimitedSource, limit, when)
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -113,28 +111,26 @@ func (rt *router) write(pattern string, spec gateSpec, h gatedFunc) {
 }
 
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r, err := rt.a.site.front(r)
+	r, err := rt.a.site.Front(r)
 	if err != nil {
-		apiErrorHint(w, http.StatusBadRequest, "bad-forwarded", err.Error(), "set the proxy to send "+rt.a.site.proxyHeaderNames()+" as it forwards, or change proxy_headers in [devices] of config.toml")
+		apierr.Refuse(w, apierr.BadForwarded, rt.a.site.ProxyHeaderNames())
 		return
 	}
-	if !rt.a.site.hostOK(r) {
-		rt.a.refusals.add(refusal{source: sourceOf(r), Refusal: Refusal{Code: "wrong-host", Reason: "another host name"}})
-		apiErrorHint(w, http.StatusMisdirectedRequest, "wrong-host", "this is not the address of Collie's device API", "open the address collie pair prints")
+	if !rt.a.site.HostOK(r) {
+		rt.a.refuseRequest(w, r, apierr.WrongHost)
 		return
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 		// A browser sends Origin on a read only when another origin's
 		// page asks (CORS): that page gets nothing. Writes are the gate's.
-		if r.Header.Get("Origin") != "" && !rt.a.site.originOK(r) {
-			rt.a.refusals.add(refusal{source: sourceOf(r), Refusal: Refusal{Code: "cross-site", Reason: "a read from another site's page"}})
-			apiError(w, http.StatusForbidden, "cross-site", "this bridge answers only its own page")
+		if r.Header.Get("Origin") != "" && !rt.a.site.OriginOK(r) {
+			rt.a.refuseRequest(w, r, apierr.CrossSiteRead)
 			return
 		}
 	default:
 		if _, pattern := rt.mux.Handler(r); !rt.gated[pattern] && !rt.agent[pattern] {
-			apiError(w, http.StatusMethodNotAllowed, "method-not-allowed", r.Method+" is not a route of the device API")
+			apierr.Refuse(w, apierr.MethodNotAllowed, r.Method)
 			return
 		}
 	}
@@ -143,9 +139,9 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // gateSpec says what a route's gate asks for.
 type gateSpec struct {
-	write  string   // the write's name ("answer", …, or "pair"), as refusals record it
-	paired bool     // a paired device's credential is needed
-	source *limiter // the per-source rate for this route
+	write  string          // the write's name ("answer", …, or "pair"), as refusals record it
+	paired bool            // a paired device's credential is needed
+	source *policy.Limiter // the per-source rate for this route
 }
 
 // gatedFunc is a handler behind the gate, with the call's context.
@@ -155,153 +151,85 @@ type gatedFunc func(w http.ResponseWriter, r *http.Request, c *call)
 type call struct {
 	a      *API
 	source string
-	dev    Device
+	dev    store.Device
 	agent  string
 	write  string
 }
 
-// refuse answers a refused write and records it: coalesced per source and
-// kind, so a flood cannot rotate the audit log away.
-func (c *call) refuse(w http.ResponseWriter, status int, code, msg string, req wire.WriteRequest) {
-	c.refuseAs(w, c.dev.ID, status, code, msg, req)
+// refuse answers a refused write with reason's row (args fill it in) and
+// records it: coalesced per source and kind, so a flood cannot rotate the
+// audit log away. req is the write's request, nil before it was read.
+func (c *call) refuse(w http.ResponseWriter, req wire.WriteRequest, reason apierr.Reason, args ...any) {
+	c.refuseAs(w, c.dev.ID, req, reason, args...)
 }
 
-func (c *call) refuseAs(w http.ResponseWriter, device string, status int, code, msg string, req wire.WriteRequest) {
-	c.a.refusals.add(refusal{source: c.source, Refusal: Refusal{Device: device, Agent: c.agent, Write: c.write, Req: req, Code: code, Reason: msg}})
-	apiError(w, status, code, msg)
+func (c *call) refuseAs(w http.ResponseWriter, device string, req wire.WriteRequest, reason apierr.Reason, args ...any) {
+	reply := apierr.Refuse(w, reason, args...)
+	c.a.refusals.add(refusal{source: c.source, Refusal: Refusal{Device: device, Agent: c.agent, Write: c.write, Req: req, Code: string(reply.Code), Reason: reply.Message}})
 }
 
-// gate is the write gate (D6), in front of every state-changing route:
+// refuseRequest answers a request refused before any route or write with
+// reason's row, and records it (to the journal: it is no write).
+func (a *API) refuseRequest(w http.ResponseWriter, r *http.Request, reason apierr.Reason) {
+	reply := apierr.Refuse(w, reason)
+	a.refusals.add(refusal{source: policy.Source(r), Refusal: Refusal{Code: string(reply.Code), Reason: reply.Message}})
+}
+
+// gate is the write gate (D6), in front of every state-changing route.
+// The router has refused a request for another host before any route
+// (421 wrong-host); the gate then asks:
 //
-//  1. the Host is this site's (421 wrong-host);
-//  2. the request is from this site's own page: Origin on the site's list
+//  1. the request is from this site's own page: Origin on the site's list
 //     (or none, from a client outside a browser), and the header
 //     Collie-Write: 1 (403 cross-site). These come before any limit, so a
 //     cross-site page in the device's own browser uses up nothing;
-//  3. the source's rate (429 rate-limited);
-//  4. where needed, a paired device's credential (401 not-paired, or
+//  2. the source's rate (429 rate-limited);
+//  3. where needed, a paired device's credential (401 not-paired, or
 //     revoked for a revoked device's: whyUnpaired),
 //     authenticated and registered in one step, so a revoke cuts the
 //     request off;
-//  5. the device's rate (429 rate-limited).
+//  4. the device's rate (429 rate-limited).
 //
 // Every refusal is recorded through refusals: the first of a kind at
-// once, repeats counted.
+// once, repeats counted. Who a refused credential belongs to is looked up
+// once, and only for a refusal: a write that passes never pays for it.
 func (a *API) gate(spec gateSpec, next gatedFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := &call{a: a, source: sourceOf(r), agent: r.PathValue("agent"), write: spec.write}
-		device := NoDevice
+		c := &call{a: a, source: policy.Source(r), agent: r.PathValue("agent"), write: spec.write}
+		cred := credential(r)
+		// who names the device a refusal before the credential's check is
+		// recorded as (none for a route that takes no credential).
+		who := func() string {
+			if !spec.paired {
+				return store.NoDevice
+			}
+			return a.identify(cred)
+		}
+		if !a.site.OriginOK(r) || r.Header.Get(WriteHeader) != "1" {
+			c.refuseAs(w, who(), nil, apierr.CrossSiteWrite)
+			return
+		}
+		if ok, wait := spec.source.Take(c.source); !ok {
+			limit, when := spec.source.Refusal(w, wait)
+			c.refuseAs(w, who(), nil, apierr.RateLimitedSource, limit, when)
+			return
+		}
 		if spec.paired {
-			device = a.o.Store.Identify(credential(r))
-		}
-		if !a.site.hostOK(r) {
-			c.refuseAs(w, device, http.StatusMisdirectedRequest, "wrong-host", "this is not the address of Collie's device API; open the address collie pair prints", nil)
-			return
-		}
-		if !a.site.originOK(r) || r.Header.Get(WriteHeader) != "1" {
-			c.refuseAs(w, device, http.StatusForbidden, "cross-site", "a write needs the "+WriteHeader+": 1 header from this bridge's own page", nil)
-			return
-		}
-		if ok, wait := spec.source.take(c.source); !ok {
-			c.refuseAs(w, device, http.StatusTooManyRequests, "rate-limited", spec.source.refusal(w, "requests from this address", wait), nil)
-			return
-		}
-		if spec.paired {
-			d, _, ctx, leave, ok := a.feed.enter(r.Context(), credential(r), false)
+			d, _, ctx, leave, ok := a.feed.enter(r.Context(), cred, false)
 			if !ok {
-				dev, u := a.whyUnpaired(credential(r))
-				c.refuseAs(w, dev, http.StatusUnauthorized, u.code, u.message+"; "+u.hint, nil)
+				dev, why := a.whyUnpaired(cred)
+				c.refuseAs(w, dev, nil, why)
 				return
 			}
 			defer leave()
 			c.dev = d
-			if ok, wait := a.writes.take(d.ID); !ok {
-				c.refuse(w, http.StatusTooManyRequests, "rate-limited", a.writes.refusal(w, "writes from this device", wait), nil)
+			if ok, wait := a.writes.Take(d.ID); !ok {
+				limit, when := a.writes.Refusal(w, wait)
+				c.refuse(w, nil, apierr.RateLimitedDevice, limit, when)
 				return
 			}
 			r = r.WithContext(context.WithValue(ctx, ctxKey{}, d))
 		}
 		next(w, r, c)
 	})
-}
-
-// limiter is a token bucket per key (a device, a source): a flood is
-// refused rather than passed on.
-type limiter struct {
-	rate  float64 // tokens a second
-	burst float64
-	now   func() time.Time
-
-	mu      sync.Mutex
-	buckets map[string]*bucket
-}
-
-type bucket struct {
-	tokens float64
-	last   time.Time
-}
-
-// maxBuckets bounds a limiter's memory: past it, buckets that have filled
-// up again (idle keys) are forgotten, which changes nothing for them.
-const maxBuckets = 4096
-
-func newLimiter(rate, burst float64, now func() time.Time) *limiter {
-	return &limiter{rate: rate, burst: burst, now: now, buckets: map[string]*bucket{}}
-}
-
-// take takes a token for key; without one, wait is how long until the
-// next one is there.
-func (l *limiter) take(key string) (ok bool, wait time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
-	b, ok := l.buckets[key]
-	if !ok {
-		if len(l.buckets) >= maxBuckets {
-			l.prune(now)
-		}
-		b = &bucket{tokens: l.burst, last: now}
-		l.buckets[key] = b
-	}
-	b.tokens = min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
-	b.last = now
-	if b.tokens < 1 {
-		return false, time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
-	}
-	b.tokens--
-	return true, 0
-}
-
-// refusal is the sentence of a 429 for what ("writes from this device"):
-// the limit as it is (a burst, then a steady rate) and when the next
-// request is let through, which it also sets as Retry-After (whole
-// seconds, rounded up).
-func (l *limiter) refusal(w http.ResponseWriter, what string, wait time.Duration) string {
-	secs := max(1, int(math.Ceil(wait.Seconds())))
-	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	when := "in 1 second"
-	if secs > 1 {
-		when = fmt.Sprintf("in %d seconds", secs)
-	}
-	return fmt.Sprintf("too many %s: %s; try again %s", what, l.describe(), when)
-}
-
-// describe says the limit in words: "40 at once, then 10 a second".
-func (l *limiter) describe() string {
-	rate := ""
-	switch {
-	case l.rate >= 1:
-		rate = fmt.Sprintf("%g a second", l.rate)
-	case l.rate > 0:
-		rate = fmt.Sprintf("one every %g seconds", 1/l.rate)
-	}
-	return fmt.Sprintf("at most %g at once, then %s", l.burst, rate)
-}
-
-func (l *limiter) prune(now time.Time) {
-	for k, b := range l.buckets {
-		if b.tokens+now.Sub(b.last).Seconds()*l.rate >= l.burst {
-			delete(l.buckets, k)
-		}
-	}
 }

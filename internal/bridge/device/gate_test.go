@@ -2,6 +2,7 @@ package device
 
 import (
 	"encoding/json"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -246,9 +247,9 @@ func TestRefusedCredentialsAudited(t *testing.T) {
 	tests := []struct {
 		name, cred, device, code string
 	}{
-		{"A1_forged", forged, UnknownDevice, CodeNotPaired},
+		{"A1_forged", forged, store.UnknownDevice, CodeNotPaired},
 		{"A1_revoked", laptop, laptopID, CodeRevoked},
-		{"A1_none", "", NoDevice, CodeNotPaired},
+		{"A1_none", "", store.NoDevice, CodeNotPaired},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -309,7 +310,7 @@ func TestReadsShowViews(t *testing.T) {
 			t.Errorf("GET %s shows the credential's hash: %s", mp[1], b)
 		}
 	}
-	data, _ := os.ReadFile(f.store.path)
+	data, _ := os.ReadFile(f.path)
 	if strings.Contains(string(data), f.cred) {
 		t.Fatal("the devices file holds a credential")
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"github.com/collie-linux/collie/internal/bridge/device/policy"
 	"net"
 	"net/http/httptest"
 	"os"
@@ -36,14 +37,11 @@ func writePair(t *testing.T, dir string, cert tls.Certificate) (certFile, keyFil
 
 // siteOf is the allow-list of an unstarted test server's listener, as
 // Listen makes it for a real one.
-func siteOf(t *testing.T, srv *httptest.Server) *Site {
+func siteOf(t *testing.T, srv *httptest.Server) *policy.Site {
 	t.Helper()
 	host, port, err := net.SplitHostPort(srv.Listener.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewSite("http", host, port)
+	return policy.NewSite("http", host, port)
 }
-
-// tlsState marks a test request as one that came over TLS.
-var tlsState tls.ConnectionState

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"io"
 	"log/slog"
 	"math"
@@ -157,16 +158,16 @@ func hostileRound(t *testing.T, chromium string) (longMax float64, worstTap time
 		return []view.Agent{{AgentStatus: view.AgentStatus{Name: "flood", Agent: "Hostile", Transport: "socket", Reachable: true}, Snapshot: s}}
 	}
 	back.view = agentView(snap)
-	store, err := OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
+	st, err := store.OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, cred, err := store.Add("phone")
+	_, cred, err := st.Add("phone")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewUnstartedServer(nil)
-	api := NewAPI(Options{Backend: back, Store: store, Pairings: NewPairings(nil), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Site: siteOf(t, srv)})
+	api := NewAPI(Options{Backend: back, Store: st, Pairings: store.NewPairings(nil), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Site: siteOf(t, srv)})
 	srv.Config.Handler = api.Handler()
 	srv.Start()
 	t.Cleanup(srv.Close)

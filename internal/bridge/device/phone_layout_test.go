@@ -2,6 +2,7 @@ package device
 
 import (
 	"encoding/json"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -30,13 +31,13 @@ func TestPhoneLayout_390x844(t *testing.T) {
 	c.Items = append(c.Items, wire.Item{ID: "i9", Kind: wire.KindToolCall, Tool: &wire.ToolCall{Name: "Bash", Status: "done", Summary: "ls -l",
 		Output: "-rw-r--r-- 1 me me 4096 Dec  2 10:00 " + strings.Repeat("a-very-long-file-name-", 12) + ".txt\nEND-OF-OUTPUT\n"}})
 	back := &browserBackend{view: browserView(s)}
-	store, err := OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
+	st, err := store.OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pairs := NewPairings(nil)
+	pairs := store.NewPairings(nil)
 	srv := httptest.NewUnstartedServer(nil)
-	api := NewAPI(Options{Backend: back, Store: store, Pairings: pairs, Site: siteOf(t, srv), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	api := NewAPI(Options{Backend: back, Store: st, Pairings: pairs, Site: siteOf(t, srv), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	srv.Config.Handler = api.Handler()
 	srv.Start()
 	t.Cleanup(srv.Close)

@@ -2,9 +2,11 @@ package device
 
 import (
 	"errors"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"net/http"
 
 	"github.com/collie-linux/collie/internal/bridge/audit"
+	"github.com/collie-linux/collie/internal/bridge/device/apierr"
 	"github.com/collie-linux/collie/internal/bridge/push/webpush"
 	"github.com/collie-linux/collie/internal/protocol/wire"
 )
@@ -33,17 +35,17 @@ func (a *API) pushOff(w http.ResponseWriter, c *call) bool {
 	if a.o.WebPushKey != "" {
 		return false
 	}
-	const msg = "Web Push is not turned on for this bridge"
 	if c != nil {
-		a.refusals.add(refusal{source: c.source, Refusal: Refusal{Device: c.dev.ID, Write: c.write, Code: "push-off", Reason: msg}})
+		c.refuse(w, nil, apierr.PushOff)
+	} else {
+		apierr.Refuse(w, apierr.PushOff)
 	}
-	apiErrorHint(w, http.StatusNotFound, "push-off", msg, "ask whoever runs Collie to turn on webpush in [push] of config.toml")
 	return true
 }
 
 // setting records a write of the device's own settings that was carried
 // out or failed (A1); refusals go through c.refuse.
-func (a *API) setting(d Device, ev audit.Event) {
+func (a *API) setting(d store.Device, ev audit.Event) {
 	if a.o.Audit != nil {
 		a.o.Audit.Setting(d, ev)
 	}
@@ -65,23 +67,23 @@ func (a *API) pushSubscribe(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	data, err := wire.ReadCapped(r.Body, r.ContentLength, webpush.MaxSubscriptionJSON)
 	if err != nil {
-		c.refuse(w, http.StatusRequestEntityTooLarge, "bad-subscription", "the subscription is larger than the bridge takes", nil)
+		c.refuse(w, nil, apierr.SubscriptionTooLarge)
 		return
 	}
 	sub, err := webpush.DecodeSubscription(data)
 	if err != nil {
-		c.refuse(w, http.StatusBadRequest, "bad-subscription", err.Error(), nil)
+		c.refuse(w, nil, apierr.BadSubscription, err.Error())
 		return
 	}
 	err = a.o.Store.SetPushSubscription(c.dev.ID, sub)
 	switch {
-	case errors.Is(err, ErrEndpointTaken):
-		c.refuse(w, http.StatusConflict, "push-endpoint-taken", err.Error()+"; the page asks the browser for a new one", nil)
+	case errors.Is(err, store.ErrEndpointTaken):
+		c.refuse(w, nil, apierr.EndpointTaken)
 		return
 	case err != nil:
 		a.o.Log.Error("could not store a device's push subscription", "device", c.dev.ID, "err", err)
 		a.setting(c.dev, audit.PushSubscribe{Service: sub.Origin(), Result: audit.Failed("store-failed: " + err.Error())})
-		apiError(w, http.StatusInternalServerError, "store-failed", "the bridge could not save the subscription; see journalctl --user -u collie")
+		apierr.Refuse(w, apierr.SubscribeNotSaved)
 		return
 	}
 	a.o.Log.Info("a device turned on notifications", "device", c.dev.ID, "service", sub.Origin())
@@ -95,7 +97,7 @@ func (a *API) pushUnsubscribe(w http.ResponseWriter, r *http.Request, c *call) {
 	if err != nil {
 		a.o.Log.Error("could not remove a device's push subscription", "device", c.dev.ID, "err", err)
 		a.setting(c.dev, audit.PushUnsubscribe{Result: audit.Failed("store-failed: " + err.Error())})
-		apiError(w, http.StatusInternalServerError, "store-failed", "the bridge could not save the change; see journalctl --user -u collie")
+		apierr.Refuse(w, apierr.UnsubscribeNotSaved)
 		return
 	}
 	if had {

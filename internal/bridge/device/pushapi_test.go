@@ -3,6 +3,8 @@ package device
 import (
 	"context"
 	"encoding/json"
+	"github.com/collie-linux/collie/internal/bridge/device/apierr"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -32,12 +34,12 @@ func (f *fixture) pushGet(t *testing.T, cred string) (int, PushReply) {
 }
 
 func errCode(body string) string {
-	var e ErrorBody
+	var e apierr.ErrorBody
 	json.Unmarshal([]byte(body), &e)
 	return e.Error.Code
 }
 
-func endpoints(s *Store) map[string]string {
+func endpoints(s *store.Store) map[string]string {
 	out := map[string]string{}
 	for _, t := range s.PushTargets() {
 		out[t.Device] = t.Sub.Endpoint
@@ -86,7 +88,7 @@ func TestPushRoutes_D6(t *testing.T) {
 	}
 
 	// A restart keeps them.
-	again, err := OpenStore(f.store.path, nil)
+	again, err := store.OpenStore(f.path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +104,7 @@ func TestPushRoutes_D6(t *testing.T) {
 	if got := endpoints(f.store); len(got) != 1 || got[idB] != b {
 		t.Fatalf("after revoking A: %v", got)
 	}
-	again, _ = OpenStore(f.store.path, nil)
+	again, _ = store.OpenStore(f.path, nil)
 	if got := endpoints(again); len(got) != 1 || got[idB] != b {
 		t.Fatalf("the file after revoking A: %v", got)
 	}
@@ -199,7 +201,7 @@ func TestGoneDropsStoredSubscription(t *testing.T) {
 	if err := p.Send(context.Background(), push.Message{Title: "q"}); err != nil {
 		t.Fatal(err)
 	}
-	again, _ := OpenStore(filepath.Clean(f.store.path), nil)
+	again, _ := store.OpenStore(filepath.Clean(f.path), nil)
 	if got := endpoints(again); len(got) != 1 || got[idB] != subs[idB].Endpoint {
 		t.Fatalf("after 410 for %s: %v", f.devID, got)
 	}
@@ -211,13 +213,13 @@ func TestGoneDropsStoredSubscription(t *testing.T) {
 // is left out; the device makes it again from the page.
 func TestStoredSubscriptionsRevalidated(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "devices.json")
-	s, err := OpenStore(path, nil)
+	s, err := store.OpenStore(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	a, _, _ := s.Add("a")
 	b, _, _ := s.Add("b")
-	for _, d := range []Device{a, b} {
+	for _, d := range []store.Device{a, b} {
 		sub, err := webpush.DecodeSubscription([]byte(subBody("https://push.example/" + d.ID)))
 		if err != nil {
 			t.Fatal(err)
@@ -234,7 +236,7 @@ func TestStoredSubscriptionsRevalidated(t *testing.T) {
 	pushes[b.ID].(map[string]any)["endpoint"] = "http://push.example/" + b.ID
 	data, _ = json.Marshal(f)
 	os.WriteFile(path, data, 0o600)
-	again, err := OpenStore(path, nil)
+	again, err := store.OpenStore(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/collie-linux/collie/internal/bridge/device/apierr"
 	"github.com/collie-linux/collie/internal/bridge/view"
 	"github.com/collie-linux/collie/internal/protocol/wire"
 )
@@ -119,7 +120,7 @@ func (a *API) agentRead(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("agent")
 	p, ok := o.byName[name]
 	if !ok {
-		apiErrorHint(w, http.StatusNotFound, wire.CodeUnknownTarget, fmt.Sprintf("no durable agent called %q is attached", name), "read /api/v1/state for the list")
+		apierr.Refuse(w, apierr.UnknownAgent, name)
 		return
 	}
 	if notModified(w, r, a.outlook.etag(p.rev)) {
@@ -139,12 +140,12 @@ func (a *API) conversationRead(w http.ResponseWriter, r *http.Request) {
 	name, id := r.PathValue("agent"), r.PathValue("id")
 	p, ok := o.byName[name]
 	if !ok {
-		apiErrorHint(w, http.StatusNotFound, wire.CodeUnknownTarget, fmt.Sprintf("no durable agent called %q is attached", name), "read /api/v1/state for the list")
+		apierr.Refuse(w, apierr.UnknownAgent, name)
 		return
 	}
 	c, ok := p.convs[id]
 	if !ok {
-		apiError(w, http.StatusNotFound, wire.CodeNotFound, fmt.Sprintf("agent %q has no conversation %q; it may have been removed", name, id))
+		apierr.Refuse(w, apierr.NoConversation, name, id)
 		return
 	}
 	if notModified(w, r, a.outlook.etag(c.rev)) {
@@ -190,7 +191,7 @@ type Event struct {
 func (a *API) events(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
-		apiError(w, http.StatusInternalServerError, "internal", "streaming is not supported here")
+		apierr.Refuse(w, apierr.NoStreaming)
 		return
 	}
 	if a.beforeStream != nil {

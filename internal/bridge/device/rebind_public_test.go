@@ -2,6 +2,8 @@ package device
 
 import (
 	"encoding/json"
+	"github.com/collie-linux/collie/internal/bridge/device/policy"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"io"
 	"log/slog"
 	"net"
@@ -27,15 +29,15 @@ import (
 func TestRebindingWithPublicURLInChromium_D6(t *testing.T) {
 	chromium := needChromium(t)
 	back := &browserBackend{view: browserView(agentSnapshot(t))}
-	store, err := OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
+	st, err := store.OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, cred, err := store.Add("phone")
+	_, cred, err := st.Add("phone")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pairs := NewPairings(nil)
+	pairs := store.NewPairings(nil)
 	p, err := pairs.New()
 	if err != nil {
 		t.Fatal(err)
@@ -44,8 +46,8 @@ func TestRebindingWithPublicURLInChromium_D6(t *testing.T) {
 	srv := httptest.NewUnstartedServer(nil)
 	site := siteOf(t, srv)
 	site.Allow("https", "collie.invalid", "")
-	site.TrustProxy(ProxyXForwarded)
-	api := NewAPI(Options{Backend: back, Store: store, Pairings: pairs, Site: site, Log: slog.New(slog.NewTextHandler(&journal, nil))})
+	site.TrustProxy(policy.ProxyXForwarded)
+	api := NewAPI(Options{Backend: back, Store: st, Pairings: pairs, Site: site, Log: slog.New(slog.NewTextHandler(&journal, nil))})
 	srv.Config.Handler = api.Handler()
 	srv.Start()
 	t.Cleanup(srv.Close)
@@ -99,8 +101,8 @@ func TestRebindingWithPublicURLInChromium_D6(t *testing.T) {
 			t.Fatalf("another site's script read the API: %s", got)
 		}
 	})
-	if n := len(back.forwards()); n != 0 || len(store.List()) != 1 {
-		t.Fatalf("rebinding pages got through: %d writes, %d devices", n, len(store.List()))
+	if n := len(back.forwards()); n != 0 || len(st.List()) != 1 {
+		t.Fatalf("rebinding pages got through: %d writes, %d devices", n, len(st.List()))
 	}
 	api.Close()
 	log := journal.String()

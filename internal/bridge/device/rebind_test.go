@@ -3,6 +3,7 @@ package device
 import (
 	"context"
 	"encoding/json"
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"io"
 	"log/slog"
 	"net"
@@ -30,18 +31,18 @@ import (
 func TestHostileOriginsInChromium(t *testing.T) {
 	chromium := needChromium(t)
 	back := &browserBackend{view: browserView(agentSnapshot(t))}
-	store, err := OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
+	st, err := store.OpenStore(filepath.Join(t.TempDir(), "devices.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, cred, err := store.Add("phone")
+	_, cred, err := st.Add("phone")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pairs := NewPairings(nil)
+	pairs := store.NewPairings(nil)
 	var journal testbuf.Buffer
 	srv := httptest.NewUnstartedServer(nil)
-	api := NewAPI(Options{Backend: back, Store: store, Pairings: pairs, Site: siteOf(t, srv),
+	api := NewAPI(Options{Backend: back, Store: st, Pairings: pairs, Site: siteOf(t, srv),
 		Log: slog.New(slog.NewTextHandler(&journal, nil))})
 	srv.Config.Handler = api.Handler()
 	srv.Start()
@@ -153,8 +154,8 @@ func TestHostileOriginsInChromium(t *testing.T) {
 
 	// Nothing went through, and the pairing secret is still good: the real
 	// pairing, from the same address as the pages, is not kept at 429.
-	if n := len(back.forwards()); n != 0 || len(store.List()) != 1 {
-		t.Fatalf("hostile pages got through: %d writes, %d devices", n, len(store.List()))
+	if n := len(back.forwards()); n != 0 || len(st.List()) != 1 {
+		t.Fatalf("hostile pages got through: %d writes, %d devices", n, len(st.List()))
 	}
 	status, body := httpDo(t, "POST", srv.URL+"/api/v1/pair", "", `{"secret":"`+p.Secret+`","name":"real phone"}`)
 	if status != 200 {

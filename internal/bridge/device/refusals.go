@@ -1,9 +1,6 @@
 package device
 
 import (
-	"net"
-	"net/http"
-	"net/netip"
 	"sync"
 	"time"
 
@@ -26,12 +23,6 @@ type Refusal struct {
 	Reason string            // the sentence the client got
 	Count  int               // at least 1
 }
-
-// Devices a refusal names when no paired device asked.
-const (
-	NoDevice      = ""        // the request carried no credential
-	UnknownDevice = "unknown" // a credential that matches no device, paired or revoked
-)
 
 // RefusalWindow is how long repeats of a refusal are counted before their
 // one line is written.
@@ -150,35 +141,4 @@ func (rs *refusals) end(closing bool) {
 	for _, r := range out {
 		rs.sink(r)
 	}
-}
-
-// sourceOf is where a request came from, for the per-source limits: the
-// client's IPv4 address, or its IPv6 /64 (one host can hold a whole
-// /64). Behind a reverse proxy every request comes from the proxy, so all
-// its clients share one source unless the site trusts the proxy's
-// forwarded headers (Site.TrustProxy); on loopback, every local process
-// shares one.
-func sourceOf(r *http.Request) string {
-	if v, ok := viaOf(r); ok && v.client.IsValid() {
-		return sourceIP(v.client)
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return "unknown"
-	}
-	return sourceIP(ip)
-}
-
-// sourceIP is an address as a source: an IPv6 address's /64.
-func sourceIP(ip netip.Addr) string {
-	ip = ip.Unmap().WithZone("")
-	if ip.Is6() {
-		p, _ := ip.Prefix(64)
-		return p.String()
-	}
-	return ip.String()
 }

@@ -1,6 +1,7 @@
 package device
 
 import (
+	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -62,7 +63,7 @@ func TestRefusalsCoalesce(t *testing.T) {
 		other.Code = "not-paired"
 		add(other)
 		other = page("demo")
-		other.Device = UnknownDevice
+		other.Device = store.UnknownDevice
 		add(other)
 		other = page("demo")
 		other.source = "192.0.2.2"

@@ -3,8 +3,8 @@ package device
 import (
 	"crypto/tls"
 	"fmt"
+	"github.com/collie-linux/collie/internal/bridge/device/policy"
 	"net"
-	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -46,7 +46,7 @@ type Listener struct {
 	Public string
 	// Site is the listener's allow-list of host names and origins: what
 	// the device API serves, and what it takes writes from.
-	Site *Site
+	Site *policy.Site
 }
 
 // Listen opens the device API's socket. Beyond loopback it is TLS only:
@@ -56,7 +56,7 @@ func Listen(c ListenConfig, stateDir string) (*Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the device listen address %q is not host:port; set listen in [devices] of config.toml, for example %q", c.Addr, DefaultAddr)
 	}
-	loopback := isLoopback(host)
+	loopback := policy.IsLoopback(host)
 	useTLS := c.CertFile != "" || !loopback
 	switch c.TLS {
 	case "", "auto":
@@ -88,10 +88,10 @@ func Listen(c ListenConfig, stateDir string) (*Listener, error) {
 	}
 	// The port the kernel gave, when the configuration said 0.
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	out := &Listener{Listener: l, URL: "http://" + net.JoinHostPort(displayHost(host), port), Site: NewSite("http", host, port)}
+	out := &Listener{Listener: l, URL: "http://" + net.JoinHostPort(policy.DisplayHost(host), port), Site: policy.NewSite("http", host, port)}
 	// site finishes a listener's allow-list: public_url's host, and the
 	// proxy's headers when trusted.
-	site := func(s *Site) *Site {
+	site := func(s *policy.Site) *policy.Site {
 		if public != nil {
 			s.Allow("https", public.Hostname(), public.Port())
 			out.Public = strings.TrimSuffix(public.String(), "/")
@@ -119,29 +119,10 @@ func Listen(c ListenConfig, stateDir string) (*Listener, error) {
 		return nil, err
 	}
 	out.Listener = tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
-	out.URL = "https://" + net.JoinHostPort(displayHost(host), port)
-	out.Site = site(NewSite("https", host, port))
+	out.URL = "https://" + net.JoinHostPort(policy.DisplayHost(host), port)
+	out.Site = site(policy.NewSite("https", host, port))
 	out.Fingerprint = Fingerprint(cert)
 	return out, nil
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
-}
-
-// displayHost is the name a device should use: the machine's name when
-// the bridge listens on every address.
-func displayHost(host string) string {
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		if name, err := os.Hostname(); err == nil {
-			return name
-		}
-	}
-	return host
 }
 
 func parseIP(s string) net.IP { return net.ParseIP(s) }

@@ -55,6 +55,15 @@ var rules = []rule{
 	{Name: "D6_the_device_API_reaches_agents_only_through_the_bridge", From: []string{"internal/bridge/device/..."},
 		Deny: []string{"internal/bridge/upstream", "internal/bridge/sources", "internal/bridge/control"},
 		Why:  "a device's write goes to an agent only through Backend.Forward (bridge.Forward); the device API sees the protocol's types (wire, view), not the bridge's clients"},
+	{Name: "D6_the_device_policy_decides_from_the_request_alone", From: []string{"internal/bridge/device/policy"},
+		Only: []string{},
+		Why:  "the device API's HTTP policy (hosts, origins, forwarded headers, rates) links no store, no handler and no protocol: what it lets through cannot depend on them"},
+	{Name: "the_device_store_knows_no_HTTP", From: []string{"internal/bridge/device/store"},
+		Deny: []string{"internal/bridge/device", "internal/bridge/device/policy", "internal/bridge/device/apierr", "internal/bridge/device/web"},
+		Why:  "devices.json, pairing secrets and push subscriptions are kept apart from the policy that guards them and the handlers that serve them"},
+	{Name: "the_device_refusals_link_only_the_protocol", From: []string{"internal/bridge/device/apierr"},
+		Only: []string{"internal/protocol/..."},
+		Why:  "the table of the device API's refusals is words and codes: the policy, the store and the handlers link it, it links none of them"},
 	{Name: "D6_a_push_only_opens_the_web_app", From: []string{"internal/bridge/push/..."},
 		Deny: []string{"internal/bridge/upstream", "internal/bridge/sources", "internal/bridge/device/...", "internal/bridge/control", "internal/bridge"},
 		Why:  "a push notifies and opens the web app; nothing under internal/bridge/push can reach an agent's routes, a device's writes or the daemon"},
@@ -288,6 +297,9 @@ func TestRulesCatchBreaks(t *testing.T) {
 		"D6_a_push_only_opens_the_web_app":                         {"internal/bridge/push/ntfy", "internal/bridge/upstream"},
 		"C2_collie_run_runs_no_agent_command":                      {"internal/agent/runagent", "internal/agent/runcmd"},
 		"runrecord_is_a_leaf":                                      {"internal/agent/runrecord", "internal/protocol/wire"},
+		"D6_the_device_policy_decides_from_the_request_alone":      {"internal/bridge/device/policy", "internal/bridge/device/store"},
+		"the_device_store_knows_no_HTTP":                           {"internal/bridge/device/store", "internal/bridge/device/policy"},
+		"the_device_refusals_link_only_the_protocol":               {"internal/bridge/device/apierr", "internal/bridge/device/store"},
 	}
 	for _, r := range rules {
 		t.Run(r.Name, func(t *testing.T) {

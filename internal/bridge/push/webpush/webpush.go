@@ -15,7 +15,7 @@
 //
 // Wiring (the daemon): New(Options{StateDir: paths.State, Log: log}) at
 // start, before the dispatcher that holds it; when the bridge opens the
-// device store, SetSubscriptions(store) (*device.Store is a
+// device store, SetSubscriptions(store) (*store.Store is a
 // Subscriptions), and device.Options.WebPushKey = PublicKey(), which the
 // page subscribes with. The pushes go to the devices that turned
 // notifications on; with none, a question's push is nothing to do.

@@ -1,11 +1,15 @@
-// Package device is how a human's phone or browser reaches the bridge:
-// pairing, device credentials, the write gate, and the device API.
+// Package store is the device API's memory of devices: the paired
+// devices and the hashes of their credentials (devices.json, 0600, in the
+// state folder, written by temp file and rename), the hashes of revoked
+// ones, each device's Web Push subscription, and the pairing secrets
+// `collie pair` made (in memory only). It holds no credential and no
+// secret itself, only their SHA-256.
 //
-// A device pairs by redeeming a single-use secret that `collie pair` made
-// (at most 10 minutes old). It receives a random 256-bit credential; the
-// bridge keeps only its SHA-256 hash, in devices.json (0600) in the state
-// folder. Revoking a device cuts it off at once, live connections included.
-package device
+// It knows nothing of HTTP: it imports the Linux primitives (atomicfile),
+// the protocol's cleaner and strict decoder, and the Web Push
+// subscription type (internal/bridge/push/webpush); never the device
+// API's policy, its table of refusals or its handlers.
+package store
 
 import (
 	"crypto/rand"
@@ -58,6 +62,12 @@ type Revoked struct {
 	CredHash  string    `json:"credHash"`
 	RevokedAt time.Time `json:"revokedAt"`
 }
+
+// Devices a refusal names when no paired device asked (Identify).
+const (
+	NoDevice      = ""        // the request carried no credential
+	UnknownDevice = "unknown" // a credential that matches no device, paired or revoked
+)
 
 // KeepRevoked is how many revoked devices the store remembers.
 const KeepRevoked = 64

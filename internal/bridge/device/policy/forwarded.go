@@ -1,4 +1,4 @@
-package device
+package policy
 
 import (
 	"context"
@@ -36,10 +36,13 @@ var errForwarded = errors.New("the reverse proxy in front of the bridge sent a f
 // client cannot pass its own through a proxy that sets only the other.
 func (s *Site) TrustProxy(kind string) { s.proxy = kind }
 
-// front reads the forwarded headers of a request from a trusted proxy
-// into its context, for hostOK, sourceOf and secure. A request that does
+// Proxy is the kind of forwarded header the site trusts ("" for none).
+func (s *Site) Proxy() string { return s.proxy }
+
+// Front reads the forwarded headers of a request from a trusted proxy
+// into its context, for HostOK, Source and Secure. A request that does
 // not come through one is returned as it is.
-func (s *Site) front(r *http.Request) (*http.Request, error) {
+func (s *Site) Front(r *http.Request) (*http.Request, error) {
 	if s.proxy == "" || !loopbackPeer(r) {
 		return r, nil
 	}
@@ -66,9 +69,9 @@ func viaOf(r *http.Request) (via, bool) {
 	return v, ok
 }
 
-// secure reports whether the browser reached the bridge over https:
+// Secure reports whether the browser reached the bridge over https:
 // this connection is TLS, or a trusted proxy said so.
-func secure(r *http.Request) bool {
+func Secure(r *http.Request) bool {
 	if r.TLS != nil {
 		return true
 	}
@@ -255,8 +258,8 @@ func unquote(s string) (string, error) {
 	return b.String(), nil
 }
 
-// proxyHeaderNames names the headers TrustProxy reads, for messages.
-func (s *Site) proxyHeaderNames() string {
+// ProxyHeaderNames names the headers TrustProxy reads, for messages.
+func (s *Site) ProxyHeaderNames() string {
 	if s.proxy == ProxyForwarded {
 		return "Forwarded (RFC 7239)"
 	}

@@ -1,4 +1,4 @@
-package device
+package store
 
 import (
 	"crypto/sha256"
@@ -19,10 +19,11 @@ type Pairing struct {
 	Expires time.Time //
 }
 
-// Errors of Redeem. Each is a sentence for the device's user.
+// Errors of Redeem. The device API tells a device them in its own words
+// (apierr's PairingUnknown and PairingExpired).
 var (
-	ErrPairingUnknown = errors.New("this pairing code is not valid: it was used already, or never made; run collie pair again")
-	ErrPairingExpired = errors.New("this pairing code has expired; run collie pair again")
+	ErrPairingUnknown = errors.New("the pairing secret is not valid: it was used already, or never made")
+	ErrPairingExpired = errors.New("the pairing secret has expired")
 )
 
 // Pairings holds the secrets `collie pair` made, in memory only: a restart

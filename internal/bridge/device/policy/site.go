@@ -1,4 +1,4 @@
-package device
+package policy
 
 import (
 	"net"
@@ -55,13 +55,13 @@ func NewSite(scheme, listenHost, port string) *Site {
 	switch {
 	case h == "" || h == "0.0.0.0" || h == "::":
 		s.anyAddr = true
-		if name := normHost(displayHost(listenHost)); name != "" && name != h {
+		if name := normHost(DisplayHost(listenHost)); name != "" && name != h {
 			s.Allow(scheme, name, port)
 		}
 		s.allowLoopback()
 	default:
 		s.Allow(scheme, h, port)
-		if isLoopback(h) {
+		if IsLoopback(h) {
 			s.allowLoopback()
 		}
 	}
@@ -98,11 +98,11 @@ func (s *Site) Hosts() []string {
 	return out
 }
 
-// hostOK reports whether the request's Host is one of this site's and,
+// HostOK reports whether the request's Host is one of this site's and,
 // when a trusted proxy forwarded it (TrustProxy), so is the host the
 // browser asked the proxy for: both, so that a page on this machine
 // cannot pass off a rebound name by adding a header.
-func (s *Site) hostOK(r *http.Request) bool {
+func (s *Site) HostOK(r *http.Request) bool {
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
@@ -145,11 +145,16 @@ func (s *Site) hostMatch(r *http.Request, connScheme, want, hostport string) boo
 	return s.localIP(r, connScheme, host, port)
 }
 
-// originOK reports whether a request comes from this site's own page:
+// OriginOK reports whether a request comes from this site's own page:
 // its Origin, when the browser sends one, is on the list; without Origin,
 // Sec-Fetch-Site (when sent) says same-origin or a user's own navigation.
 // A client outside a browser sends neither.
-func (s *Site) originOK(r *http.Request) bool {
+//
+// It is not http.CrossOriginProtection, which compares Origin with the
+// request's own Host (the page's to choose) whatever the scheme, believes
+// Sec-Fetch-Site over an Origin of another site, and passes every read:
+// TestSite_StricterThanCrossOriginProtection_D6 shows each.
+func (s *Site) OriginOK(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		switch r.Header.Get("Sec-Fetch-Site") {

@@ -1,4 +1,4 @@
-package device
+package policy
 
 import (
 	"context"
@@ -47,6 +47,7 @@ func TestSite_HostAndOrigin(t *testing.T) {
 		{"loopback_origin_null", loop, "127.0.0.1:8780", "null", "", "127.0.0.1:8780", true, false},
 		{"loopback_origin_with_path", loop, "127.0.0.1:8780", "http://127.0.0.1:8780/x", "", "127.0.0.1:8780", true, false},
 		{"loopback_cross_site_without_origin", loop, "127.0.0.1:8780", "", "cross-site", "127.0.0.1:8780", true, false},
+		{"loopback_same_origin_claimed_over_foreign_origin", loop, "127.0.0.1:8780", "http://evil.invalid", "same-origin", "127.0.0.1:8780", true, false},
 		{"loopback_same_site_is_not_same_origin", loop, "127.0.0.1:8780", "", "same-site", "127.0.0.1:8780", true, false},
 		{"rebinding_name", loop, "rebind.invalid:8780", "http://rebind.invalid:8780", "", "127.0.0.1:8780", false, false},
 		{"rebinding_name_no_port", loop, "rebind.invalid", "", "", "127.0.0.1:8780", false, true},
@@ -89,10 +90,10 @@ func TestSite_HostAndOrigin(t *testing.T) {
 				t.Fatal(err)
 			}
 			r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, net.Addr(la)))
-			if got := tt.site.hostOK(r); got != tt.hostOK {
+			if got := tt.site.HostOK(r); got != tt.hostOK {
 				t.Errorf("Host %q: allowed = %v, want %v (list %v)", tt.host, got, tt.hostOK, tt.site.Hosts())
 			}
-			if got := tt.site.originOK(r); got != tt.ok {
+			if got := tt.site.OriginOK(r); got != tt.ok {
 				t.Errorf("Origin %q Sec-Fetch-Site %q: allowed = %v, want %v", tt.origin, tt.fetchSite, got, tt.ok)
 			}
 		})
@@ -123,13 +124,13 @@ func FuzzSiteHost(f *testing.F) {
 		r := httptest.NewRequest("POST", "/", nil)
 		r.Host = host
 		r.Header.Set("Origin", origin)
-		if site.hostOK(r) {
+		if site.HostOK(r) {
 			h, port, ok := splitHost(host)
 			if !ok || !own[h] || port != "8780" {
 				t.Fatalf("Host %q accepted as %q port %q", host, h, port)
 			}
 		}
-		if origin != "" && site.originOK(r) {
+		if origin != "" && site.OriginOK(r) {
 			u, err := url.Parse(origin)
 			if err != nil {
 				t.Fatalf("Origin %q accepted but does not parse", origin)
