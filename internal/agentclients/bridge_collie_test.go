@@ -1,0 +1,345 @@
+//go:build linux
+
+package agentclients
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/collie-linux/collie/internal/ask"
+	"github.com/collie-linux/collie/internal/devicetest"
+	"github.com/collie-linux/collie/internal/fakemodel"
+)
+
+// The tests of this file run each real client with the hook collie setup
+// writes, end to end through the real bridge: the hook asks the durable
+// agent (its caller check on), the bridge carries the question to the
+// device API, and the test reads the card and taps the answer there, as
+// a paired phone does. Rows that leave the bridge as they found it share
+// one bridge and run in parallel (each with a sandbox, a script and a
+// tool call of its own, told apart by the call's MARK path); a row that
+// freezes, restarts or stops a part starts a bridge of its own.
+
+// bridgeRow is one case of a real client gated by collie's hook through
+// the bridge.
+type bridgeRow struct {
+	name string
+	mode string // the client's permission or approval mode
+	hook bool   // collie setup ran
+	// tool is the call the model makes: "shell" (the client's shell tool
+	// runs `echo ran > MARK`) or "write" (its file tool writes MARK).
+	tool string
+	// act is what happens once the card is on the device: "yes" or "no"
+	// (a tap), "none" (nobody answers), "freeze" (the agent is stopped),
+	// "restart" (the agent is killed and started again), "bridge-down"
+	// (the bridge is killed); or, with no card to wait for, "missing"
+	// (collie is not there), "crash" (collie dies of SIGKILL) and
+	// "control" (no hook: nothing asks).
+	act       string
+	wantRan   bool
+	wantInRes string // in the tool result the model is sent next, when it did not run
+}
+
+// ownBridge reports whether the row breaks its bridge, so needs its own.
+func (r bridgeRow) ownBridge() bool {
+	return r.act == "freeze" || r.act == "restart" || r.act == "bridge-down"
+}
+
+// deniedByTap is the reason the model is told after a "no" with the note
+// "not on a Friday".
+const deniedByTap = "Denied by the user on a paired device through Collie: not on a Friday"
+
+// bridgeRows are the rows every client runs: bypass is the client's mode
+// that runs every tool unasked (the control's), modes its other modes
+// with the tool each offers non-interactively.
+func bridgeRows(bypass string, modes []bridgeRow, missing string) []bridgeRow {
+	rows := []bridgeRow{
+		{name: "control: no hook, the tool runs unasked", mode: bypass, tool: "shell", act: "control", wantRan: true},
+		{name: "yes runs it", mode: bypass, hook: true, tool: "shell", act: "yes", wantRan: true},
+		{name: "no answer denies at the timeout", mode: bypass, hook: true, tool: "shell", act: "none",
+			wantInRes: fmt.Sprintf("No answer from the user within %s; Collie denies by default", hookWait)},
+		{name: "agent frozen after asking", mode: bypass, hook: true, tool: "shell", act: "freeze", wantInRes: "Collie denies by default"},
+		{name: "agent restarted after asking", mode: bypass, hook: true, tool: "shell", act: "restart", wantInRes: "Collie denies by default"},
+		{name: "bridge down after asking", mode: bypass, hook: true, tool: "shell", act: "bridge-down", wantInRes: "Collie denies by default"},
+		{name: "collie missing", mode: bypass, hook: true, tool: "shell", act: "missing", wantInRes: missing},
+		{name: "collie crashes", mode: bypass, hook: true, tool: "shell", act: "crash", wantInRes: missing},
+	}
+	for _, m := range modes {
+		m.hook = true
+		if m.act == "" {
+			m.act, m.wantInRes = "no", deniedByTap
+		}
+		if m.name == "" {
+			m.name = m.act + ", " + m.mode + ", " + m.tool
+		}
+		rows = append(rows, m)
+	}
+	return rows
+}
+
+// TestClaudeCode_Bridge_D1 runs the real Claude Code through the real
+// bridge and device API in every permission mode (a Write in acceptEdits,
+// which that mode lets through unasked).
+func TestClaudeCode_Bridge_D1(t *testing.T) {
+	Require(t, Claude)
+	runBridgeRows(t, Claude, bridgeRows("bypassPermissions", []bridgeRow{
+		{mode: "default", tool: "shell"},
+		{mode: "default", tool: "shell", act: "yes", wantRan: true},
+		{mode: "acceptEdits", tool: "shell"},
+		{mode: "acceptEdits", tool: "write"},
+		{mode: "auto", tool: "shell"},
+		{mode: "bypassPermissions", tool: "shell"},
+		{mode: "bypassPermissions", tool: "write"},
+		{mode: "dontAsk", tool: "shell"},
+	}, `blocking because onFailure is "block"`))
+}
+
+// TestCodex_Bridge_D1 runs the real Codex CLI (codex exec) through the
+// real bridge and device API with each sandbox mode exec takes (exec
+// runs with the approval policy "never" whatever it is told).
+func TestCodex_Bridge_D1(t *testing.T) {
+	Require(t, Codex)
+	runBridgeRows(t, Codex, bridgeRows("bypass", []bridgeRow{
+		{mode: "bypass", tool: "shell"},
+		{mode: "danger-full-access", tool: "shell"},
+		{mode: "workspace-write", tool: "shell"},
+		{mode: "read-only", tool: "shell"},
+		{mode: "full-auto", tool: "shell"},
+	}, "blocked"))
+}
+
+// TestGemini_Bridge_D1 runs the real Gemini CLI through the real bridge
+// and device API: yolo with its shell and file tools, auto_edit with the
+// file tool it offers there (gemini -p offers the shell in yolo only).
+func TestGemini_Bridge_D1(t *testing.T) {
+	Require(t, Gemini)
+	runBridgeRows(t, Gemini, bridgeRows("yolo", []bridgeRow{
+		{mode: "yolo", tool: "shell"},
+		{mode: "yolo", tool: "write"},
+		{mode: "auto_edit", tool: "write"},
+	}, "Tool execution blocked"))
+}
+
+// runBridgeRows runs rows with the client c: the sharing rows in
+// parallel on one bridge, the others each on a bridge of their own.
+func runBridgeRows(t *testing.T, c Client, rows []bridgeRow) {
+	var shared *Bridge
+	for _, tc := range rows {
+		if !tc.ownBridge() && shared == nil {
+			shared = newBridge(t)
+		}
+	}
+	for _, tc := range rows {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := shared
+			if tc.ownBridge() {
+				b = newBridge(t)
+			}
+			runBridgeRow(t, b, c, tc)
+		})
+	}
+}
+
+// newBridge starts a bridge in a sandbox of its own.
+func newBridge(t *testing.T) *Bridge {
+	t.Helper()
+	return StartBridge(t, New(t), collieBinaries(t))
+}
+
+// callSeq makes every tool call's id unique across the rows that share an
+// agent: the agent keys a decision by the call (D9), and two rows' calls
+// with one id would share it.
+var callSeq atomic.Int64
+
+// toolCall is the model's call of the row's tool on mark, and what the
+// card must say of it.
+type toolCall struct {
+	turn    fakemodel.Turn
+	title   string // in the card's title
+	input   string // in the card's rationale
+	content string // what the tool leaves in mark when it runs
+}
+
+// callFor returns the call of tool ("shell" or "write") with c on mark.
+func callFor(c Client, tool, mark string) toolCall {
+	n := callSeq.Add(1)
+	id := map[Client]string{Claude: "toolu_", Codex: "call_", Gemini: "gem_"}[c] + fmt.Sprintf("bridge%d_%d", n, time.Now().UnixNano())
+	if tool == "write" {
+		content := fmt.Sprintf("written by call %d\n", n)
+		name := map[Client]string{Claude: "Write", Gemini: "write_file"}[c]
+		return toolCall{turn: fakemodel.Turn{Call: &fakemodel.Call{Name: name, ID: id,
+			Input: map[string]any{"file_path": mark, "content": content}}},
+			title: "Write " + mark, input: strings.TrimSpace(content), content: content}
+	}
+	command := "echo ran > " + mark
+	t := callTurn(c, command)
+	t.Call.ID = id
+	return toolCall{turn: t, title: "Run: echo ran >", input: command, content: "ran\n"}
+}
+
+// prepareClient writes what the client needs before collie setup: Codex's
+// provider and Gemini's auth, in the sandbox's HOME.
+func prepareClient(t *testing.T, s *Sandbox, c Client, apiURL string) {
+	t.Helper()
+	switch c {
+	case Gemini:
+		if err := s.WriteFile(filepath.Join(s.Home, ".gemini", "settings.json"), geminiBaseSettings, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	case Codex:
+		s.Env = append(s.Env, "CODEX_HOME="+filepath.Join(s.Home, ".codex"))
+		if err := s.WriteFile(filepath.Join(s.Home, ".codex", "config.toml"), []byte(codexBaseConfig(apiURL)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// clientArgv is the command line that runs c once, non-interactively,
+// in mode, and the environment it needs on top of the sandbox's.
+func clientArgv(c Client, apiURL, mode, prompt string) (argv, env []string) {
+	switch c {
+	case Gemini:
+		return []string{Path(Gemini), "-p", prompt, "--output-format", "json", "-m", geminiHookedModel, "--approval-mode", mode},
+			append([]string{"GEMINI_API_KEY=collie-test", "GOOGLE_GEMINI_BASE_URL=" + apiURL, "GEMINI_CLI_TRUST_WORKSPACE=true"}, Offline(apiURL)...)
+	case Codex:
+		argv = []string{Path(Codex), "exec", "--skip-git-repo-check"}
+		switch mode {
+		case "bypass":
+			argv = append(argv, "--dangerously-bypass-approvals-and-sandbox")
+		case "full-auto":
+			argv = append(argv, "--full-auto")
+		default:
+			argv = append(argv, "-s", mode)
+		}
+		return append(argv, prompt), append([]string{"FAKE_API_KEY=sk-collie-test"}, Offline(apiURL)...)
+	}
+	return []string{Path(Claude), "-p", prompt, "--output-format", "json", "--permission-mode", mode}, ClaudeEnv(apiURL)
+}
+
+// clientRun is a client running in the background.
+type clientRun struct {
+	done  chan struct{}
+	res   Result
+	began time.Time
+}
+
+// startClient runs argv (with env) as the sandbox's user in the
+// background.
+func startClient(t *testing.T, s *Sandbox, argv, env []string) *clientRun {
+	r := &clientRun{done: make(chan struct{}), began: time.Now()}
+	go func() {
+		defer close(r.done)
+		res, err := s.Run(context.Background(), clientTimeout, nil, env, argv[0], argv[1:]...)
+		if err != nil {
+			t.Error(err)
+		}
+		r.res = res
+	}()
+	return r
+}
+
+func (r *clientRun) wait() Result { <-r.done; return r.res }
+
+// runBridgeRow runs one row with the client c against the bridge b.
+func runBridgeRow(t *testing.T, b *Bridge, c Client, tc bridgeRow) {
+	s := New(t)
+	s.Env = append(s.Env, b.Env()...)
+	collie := installCollie(t, s)
+	mark := filepath.Join(s.Project, "MARK")
+	call := callFor(c, tc.tool, mark)
+	api := fakemodel.Start([]fakemodel.Turn{call.turn, fakemodel.Say("all done")})
+	defer api.Close()
+	prepareClient(t, s, c, api.URL)
+	if tc.hook {
+		setup(t, s, collie, string(c), hookWait)
+	}
+	switch tc.act {
+	case "missing":
+		if err := os.Remove(collie); err != nil {
+			t.Fatal(err)
+		}
+	case "crash":
+		if err := s.WriteFile(collie, []byte("#!/bin/sh\nkill -KILL $$\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	argv, env := clientArgv(c, api.URL, tc.mode, "make a mark")
+	run := startClient(t, s, argv, env)
+	switch tc.act {
+	case "missing", "crash", "control":
+	default:
+		card := b.Card(mark, run.done)
+		checkCard(t, b, card, call)
+		switch tc.act {
+		case "yes":
+			var reply map[string]any
+			if status := b.Device.Answer(card, "yes", "", &reply); status != 200 {
+				t.Fatalf("the tap yes: %d %v", status, reply)
+			}
+		case "no":
+			var reply map[string]any
+			if status := b.Device.Answer(card, "no", "not on a Friday", &reply); status != 200 {
+				t.Fatalf("the tap no: %d %v", status, reply)
+			}
+		case "freeze":
+			if err := b.Agent().Freeze(); err != nil {
+				t.Fatal(err)
+			}
+		case "restart":
+			b.Agent().Kill()
+			b.StartAgent()
+		case "bridge-down":
+			b.Daemon().Kill()
+		}
+	}
+	res := run.wait()
+	took := time.Since(run.began)
+	got, statErr := os.ReadFile(mark)
+	if ran := statErr == nil; ran != tc.wantRan {
+		t.Fatalf("the tool ran: %v, want %v\n%v", ran, tc.wantRan, res)
+	}
+	if tc.wantRan {
+		if string(got) != call.content {
+			t.Errorf("the tool wrote %q, want %q", got, call.content)
+		}
+		return
+	}
+	loop := api.TurnRequests()
+	if len(loop) < 2 {
+		t.Fatalf("%d requests of the agent loop, want the call and its result\n%v", len(loop), res)
+	}
+	results := loop[1].ToolResults()
+	if len(results) != 1 || !strings.Contains(results[0].Content, tc.wantInRes) {
+		t.Fatalf("tool results %+v, want one containing %q\n%v", results, tc.wantInRes, res)
+	}
+	// Before the client's own hook timeout, with the margin: a client that
+	// timed the hook out says so instead of the reason above (and Codex
+	// and Gemini run the tool).
+	if limit := ask.ClientTimeoutFor(hookWait); took > limit+10*time.Second {
+		t.Fatalf("the run took %v; the hook's deny is due within %v of the call", took, ask.HookDeadline(hookWait))
+	}
+	if tc.act == "restart" {
+		// Whether the restarted agent shows the question again is its
+		// own business; the decision above is the point. Say it.
+		t.Logf("after the restart the agent's log said:\n%s", b.Agent().Log())
+	}
+}
+
+// checkCard checks that the card on the device names the tool and its
+// input, under the bridge's agent.
+func checkCard(t *testing.T, b *Bridge, card devicetest.Card, call toolCall) {
+	t.Helper()
+	if card.Agent != b.AgentName || card.Kind != "yes-no" {
+		t.Errorf("the card is a %q question of %q, want a yes-no of %q", card.Kind, card.Agent, b.AgentName)
+	}
+	if !strings.Contains(card.Title, call.title) || !strings.Contains(card.Rationale, call.input) {
+		t.Fatalf("the card does not name the tool and its input: %q %q", card.Title, card.Rationale)
+	}
+}
