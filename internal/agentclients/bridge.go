@@ -63,7 +63,7 @@ func StartBridge(t testing.TB, s *Sandbox, bin string) *Bridge {
 	s.Env = append(s.Env, b.Env()...)
 	cfg := filepath.Join(s.Home, ".config")
 	for name, content := range map[string]string{
-		filepath.Join(cfg, "collie", "config.toml"):       "[devices]\nlisten = \"127.0.0.1:0\"\n\n[push]\ndesktop = false\nwebpush = false\n",
+		filepath.Join(cfg, "collie", "config.toml"):     "[devices]\nlisten = \"127.0.0.1:0\"\n\n[push]\ndesktop = false\nwebpush = false\n",
 		filepath.Join(cfg, "collie-agent", "code.toml"): "title = \"Code\"\n",
 	} {
 		if err := s.WriteFile(name, []byte(content), 0o600); err != nil {
@@ -164,30 +164,42 @@ func (b *Bridge) Agent() *Daemon { return b.agent }
 // Daemon is the bridge process.
 func (b *Bridge) Daemon() *Daemon { return b.daemon }
 
+// For returns the bridge as the test t sees it: its failures (a device
+// call that gets no reply, a wait that times out) fail t. A subtest that
+// shares its parent's bridge must use it through For.
+func (b *Bridge) For(t testing.TB) *Bridge {
+	c := *b
+	c.t = t
+	d := *b.Device
+	d.T = t
+	c.Device = &d
+	return &c
+}
+
 // Cards returns the questions open on the device API.
 func (b *Bridge) Cards() []devicetest.Card { return devicetest.Cards(b.Device.State()) }
 
-// Card waits until a question whose rationale holds key is open on the
-// device API, and returns it. It fails the test when done is closed first
-// (the client ended: no card is coming) or after a minute.
-func (b *Bridge) Card(key string, done <-chan struct{}) devicetest.Card {
+// Card waits until a question whose title, rationale or detail holds key is open
+// on the device API, and returns it; ok is false when done is closed
+// first (the client ended: no card is coming). It fails the test after a
+// minute.
+func (b *Bridge) Card(key string, done <-chan struct{}) (card devicetest.Card, ok bool) {
 	b.t.Helper()
-	var card devicetest.Card
 	b.waitFor("a card about "+key+" on the device API", func() bool {
-		select {
-		case <-done:
-			b.t.Fatalf("the client ended before a card about %s reached the device", key)
-		default:
-		}
 		for _, c := range b.Cards() {
-			if strings.Contains(c.Rationale, key) || strings.Contains(c.Detail, key) {
-				card = c
+			if strings.Contains(c.Title, key) || strings.Contains(c.Rationale, key) || strings.Contains(c.Detail, key) {
+				card, ok = c, true
 				return true
 			}
 		}
-		return false
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
 	})
-	return card
+	return card, ok
 }
 
 // waitFor polls ok every 20 ms until it holds, failing the test after a
