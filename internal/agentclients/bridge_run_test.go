@@ -1,0 +1,214 @@
+//go:build linux
+
+package agentclients
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/collie-linux/collie/internal/ask"
+	"github.com/collie-linux/collie/internal/fakemodel"
+)
+
+// shellBypass is each client's mode that runs its shell tool unasked.
+var shellBypass = map[Client]string{Claude: "bypassPermissions", Codex: "bypass", Gemini: "yolo"}
+
+var e2eBin struct {
+	sync.Once
+	path string
+	err  error
+}
+
+// e2eclient builds internal/e2e/e2eclient (the stand-in for a program
+// that speaks the agent protocol: here, the coding agent's own tool
+// answering its question) next to collie, and returns its path.
+func e2eclient(t *testing.T) string {
+	t.Helper()
+	dir := collieBinaries(t)
+	e2eBin.Do(func() {
+		e2eBin.path = filepath.Join(dir, "e2eclient")
+		out, err := exec.Command("go", "build", "-o", e2eBin.path, "../e2e/e2eclient").CombinedOutput()
+		if err != nil {
+			e2eBin.err = fmt.Errorf("building e2eclient: %v\n%s", err, out)
+		}
+	})
+	if e2eBin.err != nil {
+		t.Fatal(e2eBin.err)
+	}
+	return e2eBin.path
+}
+
+// TestCollieRun_ToolCannotAnswer_C2 runs each real client under collie
+// run, with the hook collie setup writes and the bridge's device API: the
+// model first starts, with a tool call the device allows, a background
+// process that waits for the next question and answers it yes over
+// $COLLIE_AGENT_SOCKET (the socket collie run gives the client), then
+// calls the shell tool. The tool's answer gets 403 caller-refused, the
+// question stays open on the device, and the device's no blocks the
+// call. The control row runs the same script without collie run, against
+// the bridge's own agent: there the tool's answer is taken and the call
+// runs with no tap, the gap collie run closes.
+func TestCollieRun_ToolCannotAnswer_C2(t *testing.T) {
+	bin := collieBinaries(t)
+	e2e := e2eclient(t)
+	var clients []Client
+	for _, c := range []Client{Claude, Codex, Gemini} {
+		if Installed(c) {
+			clients = append(clients, c)
+		}
+	}
+	if len(clients) == 0 {
+		Require(t, Claude)
+	}
+	b := StartBridge(t, New(t), bin)
+	for _, c := range clients {
+		for _, under := range []bool{true, false} {
+			name := string(c) + " under collie run"
+			if !under {
+				name = string(c) + " control: without collie run"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				runSelfAnswer(t, b.For(t), c, e2e, under)
+			})
+		}
+	}
+}
+
+// runSelfAnswer is one row of TestCollieRun_ToolCannotAnswer_C2.
+func runSelfAnswer(t *testing.T, b *Bridge, c Client, e2e string, underRun bool) {
+	s := New(t)
+	s.Env = append(s.Env, b.Env()...)
+	collie := installCollie(t, s)
+	mark := filepath.Join(s.Project, "MARK")
+	out := filepath.Join(s.Home, "tool-answer")
+	// The title the question about the shell call will have: the tool
+	// finds its question by it.
+	title := ask.HookClientNamed(string(c)).Label + ": Run: echo ran > " + mark
+	spec, _ := json.Marshal(map[string]string{"title": title, "option": "yes"})
+	script := fmt.Sprintf("#!/bin/sh\n%s answer - '%s' > %s.out 2> %s.err\necho $? > %s.tmp && mv %s.tmp %s.code\n",
+		e2e, spec, out, out, out, out, out)
+	attack := filepath.Join(s.Root, "answer-myself.sh")
+	if err := s.WriteFile(attack, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := callFor(c, "shell", attack)
+	startCmd := "setsid sh " + attack + " < /dev/null > /dev/null 2>&1 &"
+	setCommand(start.turn.Call, c, startCmd)
+	call := callFor(c, "shell", mark)
+	api := fakemodel.Start([]fakemodel.Turn{start.turn, call.turn, fakemodel.Say("all done")})
+	defer api.Close()
+	prepareClient(t, s, c, api.URL)
+	// A longer wait than the other rows': the tool's answer and the
+	// checks after it happen while the question is open.
+	setup(t, s, collie, string(c), 30*time.Second)
+
+	argv, env := clientArgv(c, api.URL, shellBypass[c], "make a mark")
+	agent := b.AgentName
+	if underRun {
+		agent = "run-" + string(c)
+		argv = append([]string{collie, "run", "--no-systemd", "--name", agent, "--"}, argv...)
+	}
+	run := startClient(t, s, argv, env)
+	first, ok := b.Card(attack, run.done)
+	if !ok {
+		t.Fatalf("the client ended before the first card: %v", run.res)
+	}
+	if first.Agent != agent {
+		t.Fatalf("the card is %q's, want %q's", first.Agent, agent)
+	}
+	if status := b.Device.Answer(first, "yes", "", nil); status != 200 {
+		t.Fatalf("the tap yes on the first card: %d", status)
+	}
+	code := waitFile(t, out+".code", run.done)
+	answered, _ := os.ReadFile(out + ".out")
+	refused, _ := os.ReadFile(out + ".err")
+	if !underRun {
+		// The control: the tool answered its own question and the call ran.
+		if strings.TrimSpace(code) != "0" {
+			t.Fatalf("without collie run the tool's answer failed (%s): %s", code, refused)
+		}
+		res := run.wait()
+		if got, err := os.ReadFile(mark); err != nil || string(got) != "ran\n" {
+			t.Fatalf("without collie run, the tool's own yes should have run the call: %v %q\n%v", err, got, res)
+		}
+		return
+	}
+	if strings.TrimSpace(code) == "0" || !strings.Contains(string(refused), "answer: 403 caller-refused") {
+		t.Fatalf("the tool's answer of its own question: status %s, %s%s", code, answered, refused)
+	}
+	// The question is still open on the device: the phone decides.
+	var second bool
+	for _, card := range b.Cards() {
+		if card.Title == title && card.Agent == agent {
+			second = true
+			if status := b.Device.Answer(card, "no", "not on a Friday", nil); status != 200 {
+				t.Fatalf("the tap no: %d", status)
+			}
+		}
+	}
+	if !second {
+		t.Fatalf("after the refused answer the question %q is not open on the device: %+v", title, b.Cards())
+	}
+	res := run.wait()
+	if _, err := os.Stat(mark); err == nil {
+		t.Fatalf("the call ran after the device's no\n%v", res)
+	}
+	loop := api.TurnRequests()
+	if len(loop) < 3 {
+		t.Fatalf("%d requests of the agent loop, want 3\n%v", len(loop), res)
+	}
+	// The request carries every result so far; the shell call's is last.
+	if rs := loop[2].ToolResults(); len(rs) == 0 || !strings.Contains(rs[len(rs)-1].Content, deniedByTap) {
+		t.Fatalf("tool results %+v, want the last containing %q", rs, deniedByTap)
+	}
+	if res.ExitCode != 0 && c == Claude {
+		t.Fatalf("collie run -- claude: %v", res)
+	}
+}
+
+// setCommand makes call run command with c's shell tool.
+func setCommand(call *fakemodel.Call, c Client, command string) {
+	key := "command"
+	if c == Codex {
+		key = "cmd"
+	}
+	call.Input = map[string]any{key: command}
+	if c != Codex {
+		call.Input["description"] = "start a helper"
+	}
+}
+
+// waitFile waits until path exists and returns what it holds; it fails
+// the test when done is closed first and the file is still missing, or
+// after a minute.
+func waitFile(t *testing.T, path string, done <-chan struct{}) string {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if b, err := os.ReadFile(path); err == nil {
+			return string(b)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after a minute", path)
+		}
+		select {
+		case <-done:
+			// One more look: the file may have come with the end.
+			if b, err := os.ReadFile(path); err == nil {
+				return string(b)
+			}
+			t.Fatalf("the client ended and %s was never written", path)
+		case <-tick.C:
+		}
+	}
+}
