@@ -40,7 +40,9 @@ type bridgeRow struct {
 	// "restart" (the agent is killed and started again), "bridge-down"
 	// (the bridge is killed); or, with no card to wait for, "missing"
 	// (collie is not there), "crash" (collie dies of SIGKILL) and
-	// "control" (no hook: nothing asks).
+	// "control" (no hook: nothing asks), "agent-down" (the agent is
+	// killed before the client starts) and "frozen-before" (the agent is
+	// stopped before the client starts).
 	act       string
 	wantRan   bool
 	wantInRes string // in the tool result the model is sent next, when it did not run
@@ -48,7 +50,11 @@ type bridgeRow struct {
 
 // ownBridge reports whether the row breaks its bridge, so needs its own.
 func (r bridgeRow) ownBridge() bool {
-	return r.act == "freeze" || r.act == "restart" || r.act == "bridge-down"
+	switch r.act {
+	case "freeze", "restart", "bridge-down", "agent-down", "frozen-before":
+		return true
+	}
+	return false
 }
 
 // deniedByTap is the reason the model is told after a "no" with the note
@@ -64,6 +70,8 @@ func bridgeRows(bypass string, modes []bridgeRow, missing string) []bridgeRow {
 		{name: "yes runs it", mode: bypass, hook: true, tool: "shell", act: "yes", wantRan: true},
 		{name: "no answer denies at the timeout", mode: bypass, hook: true, tool: "shell", act: "none",
 			wantInRes: fmt.Sprintf("No answer from the user within %s; Collie denies by default", hookWait)},
+		{name: "agent down", mode: bypass, hook: true, tool: "shell", act: "agent-down", wantInRes: "cannot reach the agent"},
+		{name: "agent frozen before asking", mode: bypass, hook: true, tool: "shell", act: "frozen-before", wantInRes: "Collie denies by default"},
 		{name: "agent frozen after asking", mode: bypass, hook: true, tool: "shell", act: "freeze", wantInRes: "Collie denies by default"},
 		{name: "agent restarted after asking", mode: bypass, hook: true, tool: "shell", act: "restart", wantInRes: "Collie could not ask (the agent closed the connection without answering"},
 		{name: "bridge down after asking", mode: bypass, hook: true, tool: "shell", act: "bridge-down", wantInRes: "Collie denies by default"},
@@ -274,10 +282,19 @@ func runBridgeRow(t *testing.T, b *Bridge, c Client, tc bridgeRow) {
 			t.Fatal(err)
 		}
 	}
+	switch tc.act {
+	case "agent-down":
+		b.Agent().Kill()
+	case "frozen-before":
+		if err := b.Agent().Freeze(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	argv, env := clientArgv(c, api.URL, tc.mode, "make a mark")
 	run := startClient(t, s, argv, env)
+	decided := callToResult(api, run.done)
 	switch tc.act {
-	case "missing", "crash", "control":
+	case "missing", "crash", "control", "agent-down", "frozen-before":
 	default:
 		card, ok := b.Card(mark, run.done)
 		if !ok {
@@ -311,7 +328,6 @@ func runBridgeRow(t *testing.T, b *Bridge, c Client, tc bridgeRow) {
 		}
 	}
 	res := run.wait()
-	took := time.Since(run.began)
 	got, statErr := os.ReadFile(mark)
 	if ran := statErr == nil; ran != tc.wantRan {
 		t.Fatalf("the tool ran: %v, want %v\n%v", ran, tc.wantRan, res)
@@ -330,12 +346,39 @@ func runBridgeRow(t *testing.T, b *Bridge, c Client, tc bridgeRow) {
 	if len(results) != 1 || !strings.Contains(results[0].Content, tc.wantInRes) {
 		t.Fatalf("tool results %+v, want one containing %q\n%v", results, tc.wantInRes, res)
 	}
-	// Before the client's own hook timeout, with the margin: a client that
-	// timed the hook out says so instead of the reason above (and Codex
-	// and Gemini run the tool).
-	if limit := ask.ClientTimeoutFor(hookWait); took > limit+10*time.Second {
-		t.Fatalf("the run took %v; the hook's deny is due within %v of the call", took, ask.HookDeadline(hookWait))
+	// Before the client's own hook timeout: a client that timed the hook
+	// out says so instead of the reason above (and Codex and Gemini run
+	// the tool); and the time from the model's call to the result the
+	// client sends back is under that timeout.
+	if took := <-decided; took >= ask.ClientTimeoutFor(hookWait) {
+		t.Fatalf("the client sent the call's result %v after the call; the hook's deny is due within %v, the client's own hook timeout is %v",
+			took, ask.HookDeadline(hookWait), ask.ClientTimeoutFor(hookWait))
 	}
+}
+
+// callToResult measures, in the background, the time from the model's
+// tool call (the request that took the script's first turn) to the
+// client's next request, which carries the call's result: the hook's
+// decision and the client's own work around it. It sends the time once
+// the client is done, or the longest time when it never sent a result.
+func callToResult(api *fakemodel.Server, done <-chan struct{}) <-chan time.Duration {
+	out := make(chan time.Duration, 1)
+	go func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() { <-done; cancel() }()
+		if _, err := api.Wait(ctx, func(r fakemodel.Request) bool { return r.Turn == 0 }); err != nil {
+			out <- time.Duration(1<<63 - 1)
+			return
+		}
+		called := time.Now()
+		if _, err := api.Wait(ctx, func(r fakemodel.Request) bool { return r.Turn == 1 }); err != nil {
+			out <- time.Duration(1<<63 - 1)
+			return
+		}
+		out <- time.Since(called)
+	}()
+	return out
 }
 
 // checkCard checks that the card on the device names the tool and its
