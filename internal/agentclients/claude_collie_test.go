@@ -21,9 +21,10 @@ import (
 // the client's own timeout (what setup writes) 12 s after that.
 const hookWait = 5 * time.Second
 
-// collieRow is one case of a real client gated by collie's hook.
+// collieRow is one run of a real client gated by collie's hook, the
+// question answered over the agent socket (the rows through the bridge
+// are bridgeRow's).
 type collieRow struct {
-	name string
 	mode string // the client's permission mode (or approval mode)
 	hook bool   // collie setup ran
 	// act is what happens once the tool is called: "yes" or "no" (a tap),
