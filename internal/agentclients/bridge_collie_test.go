@@ -46,6 +46,10 @@ type bridgeRow struct {
 	act       string
 	wantRan   bool
 	wantInRes string // in the tool result the model is sent next, when it did not run
+	// alone, for a mode's row, is what the mode does with the call when
+	// no hook is set: "runs" or "refused" make a control row that holds
+	// it, "" none (the bypass control covers the mode).
+	alone string
 }
 
 // ownBridge reports whether the row breaks its bridge, so needs its own.
@@ -63,7 +67,9 @@ const deniedByTap = "Denied by the user on a paired device through Collie: not o
 
 // bridgeRows are the rows every client runs: bypass is the client's mode
 // that runs every tool unasked (the control's), modes its other modes
-// with the tool each offers non-interactively.
+// with the tool each offers non-interactively, each with a control row
+// (no hook) where alone says what the mode does by itself: where it runs
+// the tool, the mode's "no" row would fail without the hook.
 func bridgeRows(bypass string, modes []bridgeRow, missing string) []bridgeRow {
 	rows := []bridgeRow{
 		{name: "control: no hook, the tool runs unasked", mode: bypass, tool: "shell", act: "control", wantRan: true},
@@ -79,6 +85,10 @@ func bridgeRows(bypass string, modes []bridgeRow, missing string) []bridgeRow {
 		{name: "collie crashes", mode: bypass, hook: true, tool: "shell", act: "crash", wantInRes: missing},
 	}
 	for _, m := range modes {
+		if m.alone != "" {
+			rows = append(rows, bridgeRow{name: "control: no hook, " + m.mode + ", " + m.tool + " " + m.alone,
+				mode: m.mode, tool: m.tool, act: "control", wantRan: m.alone == "runs"})
+		}
 		m.hook = true
 		if m.act == "" {
 			m.act, m.wantInRes = "no", deniedByTap
@@ -97,14 +107,14 @@ func bridgeRows(bypass string, modes []bridgeRow, missing string) []bridgeRow {
 func TestClaudeCode_Bridge_D1(t *testing.T) {
 	Require(t, Claude)
 	runBridgeRows(t, Claude, bridgeRows("bypassPermissions", []bridgeRow{
-		{mode: "default", tool: "shell"},
+		{mode: "default", tool: "shell", alone: "refused"},
 		{mode: "default", tool: "shell", act: "yes", wantRan: true},
-		{mode: "acceptEdits", tool: "shell"},
-		{mode: "acceptEdits", tool: "write"},
-		{mode: "auto", tool: "shell"},
+		{mode: "acceptEdits", tool: "shell", alone: "runs"},
+		{mode: "acceptEdits", tool: "write", alone: "runs"},
+		{mode: "auto", tool: "shell", alone: "runs"},
 		{mode: "bypassPermissions", tool: "shell"},
-		{mode: "bypassPermissions", tool: "write"},
-		{mode: "dontAsk", tool: "shell"},
+		{mode: "bypassPermissions", tool: "write", alone: "runs"},
+		{mode: "dontAsk", tool: "shell", alone: "refused"},
 	}, `blocking because onFailure is "block"`))
 }
 
@@ -116,10 +126,14 @@ func TestCodex_Bridge_D1(t *testing.T) {
 	Require(t, Codex)
 	runBridgeRows(t, Codex, bridgeRows("bypass", []bridgeRow{
 		{mode: "bypass", tool: "shell"},
-		{mode: "danger-full-access", tool: "shell"},
-		{mode: "workspace-write", tool: "shell"},
-		{mode: "read-only", tool: "shell"},
-		{mode: "on-request", tool: "shell"},
+		{mode: "danger-full-access", tool: "shell", alone: "runs"},
+		// Codex's sandbox cannot start here (its CODEX_HOME is under /tmp,
+		// where it will not put its codex-linux-sandbox helper, and bwrap
+		// then fails to run it), so workspace-write fails the command by
+		// itself; the hook's deny still comes first.
+		{mode: "workspace-write", tool: "shell", alone: "refused"},
+		{mode: "read-only", tool: "shell", alone: "refused"},
+		{mode: "on-request", tool: "shell", alone: "refused"},
 	}, "blocked"))
 }
 
@@ -130,8 +144,8 @@ func TestGemini_Bridge_D1(t *testing.T) {
 	Require(t, Gemini)
 	runBridgeRows(t, Gemini, bridgeRows("yolo", []bridgeRow{
 		{mode: "yolo", tool: "shell"},
-		{mode: "yolo", tool: "write"},
-		{mode: "auto_edit", tool: "write"},
+		{mode: "yolo", tool: "write", alone: "runs"},
+		{mode: "auto_edit", tool: "write", alone: "runs"},
 	}, "Tool execution blocked"))
 }
 
