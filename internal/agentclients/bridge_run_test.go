@@ -212,3 +212,88 @@ func waitFile(t *testing.T, path string, done <-chan struct{}) string {
 		}
 	}
 }
+
+// TestBridge_RepeatedCallID_D9: the model API gives two different shell
+// calls the same call id (a proxy or a local model server that numbers
+// its calls from 0 in each reply does). The device allows the first; the
+// second, another command, must be a card of its own, not the first
+// call's yes: the device's no blocks it.
+func TestBridge_RepeatedCallID_D9(t *testing.T) {
+	var clients []Client
+	for _, c := range []Client{Claude, Codex, Gemini} {
+		if Installed(c) {
+			clients = append(clients, c)
+		}
+	}
+	if len(clients) == 0 {
+		Require(t, Claude)
+	}
+	b := newBridge(t)
+	for _, c := range clients {
+		t.Run(string(c), func(t *testing.T) {
+			t.Parallel()
+			b := b.For(t)
+			s := New(t)
+			s.Env = append(s.Env, b.Env()...)
+			collie := installCollie(t, s)
+			first, mark := filepath.Join(s.Project, "FIRST"), filepath.Join(s.Project, "MARK")
+			one, two := callFor(c, "shell", first), callFor(c, "shell", mark)
+			setCommand(one.turn.Call, c, "echo ran > "+first)
+			two.turn.Call.ID = one.turn.Call.ID
+			api := fakemodel.Start([]fakemodel.Turn{one.turn, two.turn, fakemodel.Say("all done")})
+			defer api.Close()
+			prepareClient(t, s, c, api.URL)
+			setup(t, s, collie, string(c), 30*time.Second)
+			argv, env := clientArgv(c, api.URL, shellBypass[c], "make two marks")
+			run := startClient(t, s, argv, env)
+			card, ok := b.Card(first, run.done)
+			if !ok {
+				t.Fatalf("the client ended before the first card: %v", run.res)
+			}
+			if status := b.Device.Answer(card, "yes", "", nil); status != 200 {
+				t.Fatalf("the tap yes: %d", status)
+			}
+			card, ok = b.Card(mark, run.done)
+			if !ok {
+				res := run.wait()
+				_, err := os.Stat(mark)
+				t.Fatalf("FAIL OPEN: no card for the second call (ran: %v); the model got %+v\n%v", err == nil, lastResult(api, 2), res)
+			}
+			if status := b.Device.Answer(card, "no", "not on a Friday", nil); status != 200 {
+				t.Fatalf("the tap no: %d", status)
+			}
+			res := run.wait()
+			if _, err := os.Stat(first); err != nil {
+				t.Errorf("the first call did not run after the yes\n%v", res)
+			}
+			if _, err := os.Stat(mark); err == nil {
+				t.Fatalf("the second call ran after the no\n%v", res)
+			}
+			if c == Claude {
+				// Claude Code 2.1.328 sends the model only the first of two
+				// results with one id; its own record has the deny.
+				out, err := ParseClaudeOutput(res.Stdout)
+				if err != nil || len(out.PermissionDenials) != 1 || !strings.Contains(fmt.Sprint(out.PermissionDenials[0].ToolInput), mark) {
+					t.Fatalf("permission_denials %+v (%v), want the second call", out.PermissionDenials, err)
+				}
+				return
+			}
+			if r := lastResult(api, 2); !strings.Contains(r, deniedByTap) {
+				t.Fatalf("the second call's result %q, want %q", r, deniedByTap)
+			}
+		})
+	}
+}
+
+// lastResult is the last tool result in the agent loop's request n, or "".
+func lastResult(api *fakemodel.Server, n int) string {
+	loop := api.TurnRequests()
+	if len(loop) <= n {
+		return ""
+	}
+	rs := loop[n].ToolResults()
+	if len(rs) == 0 {
+		return ""
+	}
+	return rs[len(rs)-1].Content
+}
