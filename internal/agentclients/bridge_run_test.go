@@ -73,7 +73,7 @@ func TestCollieRun_ToolCannotAnswer_C2(t *testing.T) {
 			if c == Codex && !under {
 				// Outside collie run, the background process a Codex call
 				// leaves did not reliably outlive the call (gone before it
-				// answered in 2 of 6 runs): the control rows of Claude Code
+				// answered in 3 of 6 runs): the control rows of Claude Code
 				// and Gemini CLI stand for it.
 				continue
 			}
