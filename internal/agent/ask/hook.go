@@ -236,18 +236,32 @@ func questionFor(h *HookClient, in PreToolUse) wire.AskRequest {
 	return r
 }
 
-// toolCallKey is the D9 key: Claude Code's tool_use_id when it is a valid
-// id, otherwise a hash of the session and the call.
+// toolCallKey is the D9 key: one tool call, what it would run included.
+// With the client's call id (Claude Code's and Codex's tool_use_id, as
+// the model API numbered it) it is the id and a digest of the tool and
+// its input: an id alone is not the call, since a model API (a proxy, a
+// local server that numbers each reply's calls from 0) can give two
+// different calls one id, and the first call's yes must not let the
+// second through unasked. Without an id it is a digest of the session
+// and the call.
 func toolCallKey(hc *HookClient, in PreToolUse) string {
-	if in.ToolUseID != "" && sanitize.ValidID(in.ToolUseID) && len(in.ToolUseID) <= 100 {
-		return hc.Name + "-" + in.ToolUseID
+	var input bytes.Buffer
+	if json.Compact(&input, in.ToolInput) != nil {
+		input.Reset()
+		input.Write(in.ToolInput)
 	}
-	sum := sha256.New()
-	sum.Write([]byte(in.SessionID + "\x00" + in.ToolName + "\x00"))
-	var buf bytes.Buffer
-	json.Compact(&buf, in.ToolInput)
-	sum.Write(buf.Bytes())
-	return hc.Name + "-" + hex.EncodeToString(sum.Sum(nil))[:40]
+	digest := func(parts ...string) string {
+		sum := sha256.New()
+		for _, p := range parts {
+			sum.Write([]byte(p + "\x00"))
+		}
+		sum.Write(input.Bytes())
+		return hex.EncodeToString(sum.Sum(nil))
+	}
+	if in.ToolUseID != "" && sanitize.ValidID(in.ToolUseID) && len(in.ToolUseID) <= 100 {
+		return hc.Name + "-" + in.ToolUseID + "-" + digest(in.ToolName)[:16]
+	}
+	return hc.Name + "-" + digest(in.SessionID, in.ToolName)[:40]
 }
 
 func firstLine(s string) string {

@@ -33,7 +33,7 @@ func (s *Server) addApprove() {
 	in := obj(props{
 		"tool_name":   str("The tool Claude Code is about to run.", 1, 0),
 		"input":       {Type: "object", Description: "The tool's input, as it will run."},
-		"tool_use_id": str("Claude Code's id of the tool call; a second call with the same id gets the first answer.", 0, 0),
+		"tool_use_id": str("Claude Code's id of the tool call; the same call again (same id, same input) gets the first answer.", 0, 0),
 	}, "tool_name", "input")
 	in.AdditionalProperties = nil // Claude Code's schema, open as the hook's: what else it sends is ignored
 	s.mcp.AddTool(&mcp.Tool{

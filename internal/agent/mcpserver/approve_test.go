@@ -43,7 +43,7 @@ func TestApprove_D1(t *testing.T) {
 				ch := r.call(t.Context(), "approve", args, nil)
 				synctest.Wait()
 				_, q := r.only()
-				if q.Title != "Claude Code: Run: git push origin main" || q.ToolCall != "claude-toolu_01ABC" ||
+				if q.Title != "Claude Code: Run: git push origin main" || !strings.HasPrefix(q.ToolCall, "claude-toolu_01ABC-") ||
 					!strings.Contains(q.Rationale, "Push the release\n\n$ git push origin main") || !strings.HasSuffix(q.Rationale, "in /home/u/src/app") {
 					t.Fatalf("card %+v", q)
 				}

@@ -72,15 +72,25 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// installCollie copies collie into the sandbox (Root/bin/collie, so a
-// test can remove it or break it) and returns its path.
+// installCollie puts collie into the sandbox (Root/bin/collie, so a
+// test can remove it or break it) and returns its path. It is a hard
+// link to the built binary where it can be: a copy written while a
+// parallel test forks can be held open for writing in that child, and
+// running it then fails with "text file busy".
 func installCollie(t *testing.T, s *Sandbox) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(collieBinaries(t), "collie"))
+	src := filepath.Join(collieBinaries(t), "collie")
+	path := filepath.Join(s.Root, "bin", "collie")
+	if err := s.MkdirAll(filepath.Dir(path)); err != nil {
+		t.Fatal(err)
+	}
+	if os.Link(src, path) == nil {
+		return path
+	}
+	b, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(s.Root, "bin", "collie")
 	if err := s.WriteFile(path, b, 0o755); err != nil {
 		t.Fatal(err)
 	}

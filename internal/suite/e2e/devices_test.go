@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/collie-linux/collie/internal/bridge/control"
 	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/testkit/devicetest"
 	"github.com/collie-linux/collie/internal/testkit/systemdtest"
 )
 
@@ -157,18 +157,8 @@ func TestDeviceAnswerEndToEnd(t *testing.T) {
 // (pairJSON) as a device called name would, and returns that device.
 func pairDevice(t *testing.T, pairJSON, name string) (*client, device.PairReply) {
 	t.Helper()
-	var p control.Pairing
-	if err := json.Unmarshal([]byte(pairJSON), &p); err != nil {
-		t.Fatal(err)
-	}
-	base, secret, _ := strings.Cut(p.URL, "/#pair=")
-	dev := &client{t: t, base: base}
-	var paired device.PairReply
-	if status := dev.call("POST", "/api/v1/pair", `{"secret":"`+secret+`","name":"`+name+`"}`, map[string]string{device.WriteHeader: "1"}, &paired); status != 200 || paired.Code != p.Code {
-		t.Fatalf("pair: %d %+v (collie pair showed %s)", status, paired, p.Code)
-	}
-	dev.cred = paired.Credential
-	return dev, paired
+	d, paired := devicetest.Pair(t, pairJSON, name)
+	return &client{t: t, base: d.Base, cred: d.Cred}, paired
 }
 
 func questions(st device.State) (out []struct {

@@ -19,6 +19,13 @@ func (b *Board) Ask(ctx context.Context, r *wire.AskRequest, wait time.Duration)
 	if existing && q.orphaned {
 		existing = false // nobody saw its answer: ask again
 	}
+	if existing && q.reply.Status != wire.StatusPending && q.req != nil && r.RequestID != q.req.RequestID && !sameWording(q.req, r) {
+		// D9 decides a tool call once, and the decision was made on this
+		// wording: under the same key with other wording (another
+		// command) it is another call, and a yes must not carry over to
+		// it. Ask again.
+		existing = false
+	}
 	switch {
 	case existing:
 		// D9: the tool call was asked about before; if its wording changed
