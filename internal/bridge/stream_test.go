@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/collie-linux/collie/internal/agent/durable"
 	"github.com/collie-linux/collie/internal/bridge/config"
 	"github.com/collie-linux/collie/internal/bridge/device"
-	"github.com/collie-linux/collie/internal/agent/durable"
 	"github.com/collie-linux/collie/internal/bridge/sources"
 	"github.com/collie-linux/collie/internal/protocol/wire"
 )

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/collie-linux/collie/internal/bridge/config"
 	"github.com/collie-linux/collie/internal/agent/runrecord"
+	"github.com/collie-linux/collie/internal/bridge/config"
 )
 
 // TestClientRunRows_C2: each installed coding agent has a row saying

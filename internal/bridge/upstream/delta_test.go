@@ -16,8 +16,8 @@ import (
 
 	"github.com/collie-linux/collie/internal/agent/durable"
 	"github.com/collie-linux/collie/internal/linux/privsock"
-	"github.com/collie-linux/collie/internal/testkit/tlstest"
 	"github.com/collie-linux/collie/internal/protocol/wire"
+	"github.com/collie-linux/collie/internal/testkit/tlstest"
 )
 
 // streamSnap is a conversation of n tool outputs, the last still running.

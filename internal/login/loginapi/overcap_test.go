@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/collie-linux/collie/internal/bridge/upstream"
 	"github.com/collie-linux/collie/internal/login/loginhost"
 	"github.com/collie-linux/collie/internal/login/loginwire"
-	"github.com/collie-linux/collie/internal/bridge/upstream"
 	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 

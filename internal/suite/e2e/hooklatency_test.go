@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/bridge/device"
-	"github.com/collie-linux/collie/internal/testkit/fakemodel"
 	"github.com/collie-linux/collie/internal/protocol/wire"
+	"github.com/collie-linux/collie/internal/testkit/fakemodel"
 )
 
 // TestLatencyClaudeHookToCard_D1 measures, with the real Claude Code
