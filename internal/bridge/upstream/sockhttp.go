@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // One HTTP/1.1 exchange over a kept Unix socket connection, without
@@ -95,50 +93,6 @@ func (c *keptConn) exchange(req *http.Request) (*http.Response, error) {
 	lim.n = -1 // the body is limited by its reader
 	resp.Body = &keptBody{rc: resp.Body, c: c, br: br, stop: stop, length: resp.ContentLength, reuse: !resp.Close && !req.Close}
 	return resp, nil
-}
-
-// awaitReply waits until the connection has something to read, or the
-// peer closed it, holding no buffer: a recv with MSG_PEEK of one byte,
-// retried when the poller says the descriptor is readable.
-func (c *keptConn) awaitReply() error {
-	rc, err := c.UnixConn.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var one [1]byte
-	var rerr error
-	err = rc.Read(func(fd uintptr) bool {
-		_, _, e := unix.Recvfrom(int(fd), one[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-		if e == unix.EAGAIN || e == unix.EINTR {
-			return false // nothing yet: wait for the poller
-		}
-		rerr = e
-		return true
-	})
-	if err != nil {
-		return err
-	}
-	return rerr
-}
-
-// alive reports whether an idle connection may carry another request: the
-// peer has not closed it (a recv with MSG_PEEK would block) and it has not
-// been idle longer than idleTimeout.
-func (c *keptConn) alive(now time.Time) bool {
-	if now.Sub(c.idleSince) > idleTimeout {
-		return false
-	}
-	rc, err := c.UnixConn.SyscallConn()
-	if err != nil {
-		return false
-	}
-	ok := false
-	var one [1]byte
-	rc.Control(func(fd uintptr) {
-		_, _, e := unix.Recvfrom(int(fd), one[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-		ok = e == unix.EAGAIN
-	})
-	return ok
 }
 
 // headerLimit lets n bytes through while n > 0, and any number once n is
