@@ -35,39 +35,10 @@ import (
 )
 
 // main is the one way out of collie-agent: every command returns an
-// error, exitCode gives it its status, and report says it once.
+// error, and the CLI core (cli.Program.Main) gives it its status from the
+// one exit table, the one of collie(1) EXIT STATUS, and says it once.
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
-
-// Exit statuses of collie-agent, the table in collie-agent(1) EXIT STATUS;
-// they mean what they mean in collie(1). collie-agent ask has those of
-// internal/agent/ask besides (1 answered no, 3 timed out, 4 withdrawn, 5 could
-// not ask).
-const (
-	exitOK     = 0 // done: stopped by SIGTERM or SIGINT, a valid config, --help
-	exitFailed = 1 // cannot start, stopped on an error, or the config is not valid
-	exitUsage  = 2 // a mistake on the command line
-)
-
-// exitCode decides the exit status of every command, in one place.
-func exitCode(err error) int {
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return exitOK
-	case cli.IsUsage(err):
-		return exitUsage
-	}
-	if code, ok := ask.ExitOf(err); ok {
-		return code
-	}
-	return exitFailed
-}
-
-// said reports whether err was said already, so main prints nothing more:
-// help, and the ask command's decisions other than yes.
-func said(err error) bool {
-	return errors.Is(err, flag.ErrHelp) || ask.Said(err)
 }
 
 // validName is the rule for an agent's instance name: it becomes a file name.
@@ -77,6 +48,7 @@ var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 type env struct {
 	stdout, stderr io.Writer
 	name           string // the agent's name, for the journal's AGENT
+	command        string // the command running, "" for the agent itself
 	json           bool   // the command line asked for JSON: errors are JSON too
 }
 
@@ -96,17 +68,16 @@ func commands() []command {
 			"Serve the durable agent NAME on its private socket (collie-agent@NAME.socket), or check its config.", cmdServe},
 		{"ask", "KIND [OPTIONS] TITLE", "Ask the user through the agent and wait for the answer (collie-agent ask --help).", cmdAsk},
 		{"grants", "[--agent NAME | --socket PATH] [--json] [--revoke ID | --revoke-all]", `List or revoke the agent's "always allow" grants.`, cmdGrants},
+		{"version", "", "Print the version.", cmdVersion},
+		{"help", "", "Print this usage.", cmdHelp},
 	}
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	e := &env{stdout: stdout, stderr: stderr, name: "demo", json: cli.WantsJSON(nil, args)}
-	err := dispatch(context.Background(), e, args)
-	code := exitCode(err)
-	if err != nil && !said(err) {
-		report(e, err, code)
-	}
-	return code
+	p := cli.Program{Name: "collie-agent", Stderr: stderr, JSON: e.json, Command: func() string { return e.command },
+		Journal: func() map[string]string { return map[string]string{"agent": e.name} }}
+	return p.Main(context.Background(), func(ctx context.Context) error { return dispatch(ctx, e, args) })
 }
 
 func dispatch(ctx context.Context, e *env, args []string) error {
@@ -114,6 +85,7 @@ func dispatch(ctx context.Context, e *env, args []string) error {
 	if len(args) > 0 {
 		for _, c := range table[1:] {
 			if args[0] == c.name {
+				e.command = c.name
 				return c.run(ctx, e, args[1:])
 			}
 		}
@@ -138,25 +110,6 @@ func unexpected(arg string) error {
 	return cli.Usagef("unexpected argument %q", arg)
 }
 
-// report says err once: age's "collie-agent: error:" and "hint:" lines
-// on stderr, or one JSON object with --json. It is the agent's last word:
-// run as a service, a journal entry at PRIORITY=3 with the agent's name
-// (AGENT) and the hint (HINT), message and hint in MESSAGE.
-func report(e *env, err error, code int) {
-	if cli.IsUsage(err) && hint.Of(err) == "" {
-		err = hint.Wrap(err, "see collie-agent --help")
-	}
-	if !e.json && journald.ToJournal() {
-		fields := map[string]string{"agent": e.name}
-		if h := hint.Of(err); h != "" {
-			fields["hint"] = h
-		}
-		journald.Fatal(e.stderr, "collie-agent", cli.Text(err), fields)
-		return
-	}
-	cli.WriteError(e.stderr, "collie-agent", err, code, e.json)
-}
-
 // writeUsage is collie-agent's usage: every command of the table, and
 // the agent's own flags.
 func writeUsage(w io.Writer, fs *flag.FlagSet) {
@@ -168,12 +121,55 @@ func writeUsage(w io.Writer, fs *flag.FlagSet) {
 	cli.WriteUsage(w, lines, commands()[0].summary, fs)
 }
 
+func cmdVersion(_ context.Context, e *env, args []string) error {
+	fs := flag.NewFlagSet("collie-agent version", flag.ContinueOnError)
+	rest, err := cli.Parse(fs, args, func() { cli.WriteUsage(e.stdout, []string{"collie-agent version"}, "Print the version.", fs) })
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return cli.Usagef("unexpected argument %q", rest[0])
+	}
+	fmt.Fprintln(e.stdout, "collie-agent", version.String())
+	return nil
+}
+
+func cmdHelp(_ context.Context, e *env, args []string) error {
+	fs := flag.NewFlagSet("collie-agent help", flag.ContinueOnError)
+	rest, err := cli.Parse(fs, args, func() { cli.WriteUsage(e.stdout, []string{"collie-agent help"}, "Print this usage.", fs) })
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return cli.Usagef("unexpected argument %q", rest[0])
+	}
+	writeUsage(e.stdout, serveFlags(new(serveOptions)))
+	return nil
+}
+
 func cmdAsk(ctx context.Context, e *env, args []string) error {
 	return ask.Run(ctx, args, ask.Env{Stdin: os.Stdin, Stdout: e.stdout, Stderr: e.stderr, Getenv: os.Getenv, Prog: "collie-agent ask"})
 }
 
 func cmdGrants(ctx context.Context, e *env, args []string) error {
 	return ask.Grants(ctx, args, ask.Env{Stdin: os.Stdin, Stdout: e.stdout, Stderr: e.stderr, Getenv: os.Getenv, Prog: "collie-agent grants"})
+}
+
+// serveOptions are the agent's own flags.
+type serveOptions struct {
+	name, socket, cfgPath string
+	check, version        bool
+}
+
+// serveFlags is the agent's FlagSet, its flags set into o.
+func serveFlags(o *serveOptions) *flag.FlagSet {
+	fs := flag.NewFlagSet("collie-agent", flag.ContinueOnError)
+	fs.StringVar(&o.name, "name", "demo", "the agent's `name` (the instance of collie-agent@NAME)")
+	fs.StringVar(&o.socket, "socket", "", "the socket `path` when not socket-activated (default $XDG_RUNTIME_DIR/desk/NAME.sock)")
+	fs.StringVar(&o.cfgPath, "config", "", "the config `file` (default $XDG_CONFIG_HOME/collie-agent/NAME.toml)")
+	fs.BoolVar(&o.check, "check-config", false, "check the config file as the agent does at start (syntax, settings, tokens, TLS files) and exit")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	return fs
 }
 
 // cmdServe is the agent itself: it serves until SIGTERM or SIGINT, or
@@ -183,12 +179,9 @@ func cmdServe(_ context.Context, e *env, args []string) error {
 	// also while it is still starting (see catchSignals).
 	sig := catchSignals()
 	defer sig.stop()
-	fs := flag.NewFlagSet("collie-agent", flag.ContinueOnError)
-	name := fs.String("name", "demo", "the agent's `name` (the instance of collie-agent@NAME)")
-	socket := fs.String("socket", "", "the socket `path` when not socket-activated (default $XDG_RUNTIME_DIR/desk/NAME.sock)")
-	cfgPath := fs.String("config", "", "the config `file` (default $XDG_CONFIG_HOME/collie-agent/NAME.toml)")
-	check := fs.Bool("check-config", false, "check the config file as the agent does at start (syntax, settings, tokens, TLS files) and exit")
-	showVersion := fs.Bool("version", false, "print the version and exit")
+	var o serveOptions
+	fs := serveFlags(&o)
+	name, socket, cfgPath, check, showVersion := &o.name, &o.socket, &o.cfgPath, &o.check, &o.version
 	rest, err := cli.Parse(fs, args, func() { writeUsage(e.stdout, fs) })
 	e.name = *name
 	if err != nil {

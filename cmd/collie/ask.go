@@ -13,7 +13,8 @@ import (
 // cmdAsk is `collie ask`, the same command as `collie-agent ask` (the code
 // is shared in internal/agent/ask, its usage too). Its exit status carries the
 // answer (0 yes, 1 no, 3 timed out, 4 withdrawn, 5 could not ask):
-// ask.Run returns the decision as an error, and exitCode maps it.
+// ask.Run returns the decision as an error, and the CLI core's exit
+// table (cli.ExitCode) maps it.
 func cmdAsk(ctx context.Context, e *env, args []string) error {
 	ae := ask.Env{Stdin: os.Stdin, Stdout: e.stdout, Stderr: e.stderr, Getenv: e.getenv, Prog: "collie ask"}
 	switch e.admission.Kind {

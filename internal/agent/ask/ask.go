@@ -31,14 +31,15 @@ import (
 	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
-// Exit codes of `collie ask`, for scripts to branch on.
+// Exit codes of `collie ask`, for scripts to branch on: those of the one
+// exit table (cli.ExitCode), by the names ask gives them.
 const (
-	ExitYes       = 0 // answered: "yes", or any answer to a choice, line or form
-	ExitNo        = 1 // answered "no"
-	ExitUsage     = 2 // a mistake on the command line
-	ExitTimedOut  = 3 // no answer before --timeout: denied by default
-	ExitWithdrawn = 4 // withdrawn from a device, or its conversation closed
-	ExitError     = 5 // could not ask: the agent unreachable, or it refused
+	ExitYes       = cli.ExitOK        // answered: "yes", or any answer to a choice, line or form
+	ExitNo        = cli.ExitFailed    // answered "no"
+	ExitUsage     = cli.ExitUsage     // a mistake on the command line
+	ExitTimedOut  = cli.ExitTimedOut  // no answer before --timeout: denied by default
+	ExitWithdrawn = cli.ExitWithdrawn // withdrawn from a device, or its conversation closed
+	ExitError     = cli.ExitUnasked   // could not ask: the agent unreachable, or it refused
 )
 
 // Usage is the help text; prog is "collie ask" or "collie-agent ask".
@@ -78,60 +79,22 @@ type multi []string
 func (m *multi) String() string     { return strings.Join(*m, ",") }
 func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 
-// The decisions other than yes (or an answer), as Run returns them. What
-// they mean was printed already, on stdout or stderr, so main prints
-// nothing more; it maps each to its exit status (ExitNo, ExitTimedOut,
-// ExitWithdrawn), as it maps Unasked to ExitError and a
-// cli.UsageError to ExitUsage.
+// The decisions other than yes (or an answer), as Run returns them: the
+// CLI core's kinds, said already, with the statuses of its exit table.
 var (
-	ErrNo        = errors.New("answered no")
-	ErrTimedOut  = errors.New("no answer in time; denied by default")
-	ErrWithdrawn = errors.New("the question was withdrawn")
+	ErrNo        = cli.ErrNo
+	ErrTimedOut  = cli.ErrTimedOut
+	ErrWithdrawn = cli.ErrWithdrawn
 )
-
-// ExitOf maps what Run and Grants return to ask's own exit statuses
-// (ExitNo, ExitTimedOut, ExitWithdrawn, ExitError); ok is false for any
-// other error, whose status the binary decides.
-func ExitOf(err error) (code int, ok bool) {
-	var unasked *Unasked
-	var he HookExit
-	switch {
-	case errors.As(err, &he):
-		return int(he), true
-	case errors.Is(err, ErrNo):
-		return ExitNo, true
-	case errors.Is(err, ErrTimedOut):
-		return ExitTimedOut, true
-	case errors.Is(err, ErrWithdrawn):
-		return ExitWithdrawn, true
-	case errors.As(err, &unasked):
-		return ExitError, true
-	}
-	return 0, false
-}
-
-// Said reports whether Run said err already, so the binary prints nothing
-// more: the decisions other than yes.
-func Said(err error) bool {
-	var he HookExit
-	return errors.As(err, &he) || errors.Is(err, ErrNo) || errors.Is(err, ErrTimedOut) || errors.Is(err, ErrWithdrawn)
-}
 
 // HookExit is a hook's decision said already on stdout and stderr, with
 // the exit status its client reads as that decision (Gemini CLI and Codex
 // block on 2).
-type HookExit int
-
-func (h HookExit) Error() string { return fmt.Sprintf("hook decision (exit status %d)", int(h)) }
+type HookExit = cli.Status
 
 // Unasked is what kept the question from being asked, or its answer from
 // coming back: the agent could not be found or reached, or it refused.
-type Unasked struct{ Err error }
-
-func (u *Unasked) Error() string { return u.Err.Error() }
-
-// Unwrap returns the reason.
-func (u *Unasked) Unwrap() error { return u.Err }
+type Unasked = cli.Unasked
 
 // Run runs the ask command with args. Every flag and argument is checked
 // before the agent's socket is looked for, so a mistake on the command

@@ -12,39 +12,13 @@ import (
 	"github.com/collie-linux/collie/internal/cli"
 )
 
-// Main runs Run as collie's and collie-agent's mains do (see exitCode in
-// cmd/collie/main.go): the error printed for the user unless it is a
-// decision already shown, and its exit status. The tests use it to see
-// what a script sees.
+// Main runs Run as collie's and collie-agent's mains do, through the CLI
+// core (cli.Program.Main): the error said for the user unless it is a
+// decision already shown, and its exit status from the one table. The
+// tests use it to see what a script sees.
 func Main(ctx context.Context, args []string, e Env) int {
-	err := Run(ctx, args, e)
-	code := exitCode(err)
-	if err != nil && !Said(err) && code != ExitNo && code != ExitTimedOut && code != ExitWithdrawn && !errors.Is(err, flag.ErrHelp) {
-		cli.WriteError(e.Stderr, e.Prog, err, code, false)
-	}
-	return code
-}
-
-func exitCode(err error) int {
-	var u *Unasked
-	var he HookExit
-	switch {
-	case errors.As(err, &he):
-		return int(he)
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return ExitYes
-	case errors.Is(err, ErrNo):
-		return ExitNo
-	case cli.IsUsage(err):
-		return ExitUsage
-	case errors.Is(err, ErrTimedOut):
-		return ExitTimedOut
-	case errors.Is(err, ErrWithdrawn):
-		return ExitWithdrawn
-	case errors.As(err, &u):
-		return ExitError
-	}
-	return ExitError
+	p := cli.Program{Name: e.Prog, Stderr: e.Stderr}
+	return p.Main(ctx, func(ctx context.Context) error { return Run(ctx, args, e) })
 }
 
 // TestFlagsBeforeSocket_D1: a mistake on the command line is exit status
