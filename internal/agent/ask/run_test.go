@@ -86,3 +86,40 @@ func TestUsageNamesEveryFlag_L4(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpGenerated_L4: ask's and grants' help is generated from their
+// flags as every other command's is (cli.WriteUsage): a Flags section
+// with each flag once, in order, with what it does, then -h, --help.
+func TestHelpGenerated_L4(t *testing.T) {
+	flagsOf := map[string][]string{
+		"ask":    {"agent", "choice", "command", "form", "hook", "json", "line", "rationale", "socket", "timeout", "title", "tool", "tool-call", "yes-no"},
+		"grants": {"agent", "json", "name", "revoke", "revoke-all", "socket"},
+	}
+	for cmd, run := range map[string]func(context.Context, []string, Env) error{"ask": Run, "grants": Grants} {
+		var out bytes.Buffer
+		e := Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out, Getenv: func(string) string { return "" }, Prog: "collie " + cmd}
+		if err := run(context.Background(), []string{"--help"}, e); !errors.Is(err, flag.ErrHelp) {
+			t.Fatalf("%s --help: %v", cmd, err)
+		}
+		_, section, ok := strings.Cut(out.String(), "\nFlags:\n")
+		if !ok {
+			t.Errorf("%s --help has no Flags section:\n%s", cmd, out.String())
+			continue
+		}
+		lines := strings.Split(strings.TrimSuffix(section, "\n"), "\n")
+		want := append(flagsOf[cmd], "-h, --help")
+		if len(lines) != len(want) {
+			t.Errorf("%s --help lists %d flags; want %d:\n%s", cmd, len(lines), len(want), section)
+			continue
+		}
+		for i, l := range lines {
+			name := "--" + want[i]
+			if want[i] == "-h, --help" {
+				name = want[i]
+			}
+			if !regexp.MustCompile(`^  ` + regexp.QuoteMeta(name) + `( [A-Z=_]+)?\s{2,}\S`).MatchString(l) {
+				t.Errorf("%s --help line %d is %q; want %s and what it does", cmd, i, l, name)
+			}
+		}
+	}
+}
