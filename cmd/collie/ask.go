@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 
 	"github.com/collie-linux/collie/internal/agent/ask"
-	"github.com/collie-linux/collie/internal/cli/version"
 	"github.com/collie-linux/collie/internal/login/loginstore"
 )
 
@@ -28,12 +26,4 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 		ae.Remote = e.agentClient().HTTPClient()
 	}
 	return ask.Run(ctx, args, ae)
-}
-
-func cmdVersion(_ context.Context, e *env, args []string) error {
-	if err := parse(newFlags("collie version", e), args); err != nil {
-		return err
-	}
-	fmt.Fprintln(e.stdout, "collie", version.String())
-	return nil
 }
