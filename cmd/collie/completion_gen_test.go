@@ -338,7 +338,9 @@ func genZsh(cmds []compCmd) string {
 }
 
 // fq quotes s for fish in single quotes.
-func fq(s string) string { return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", `\'`) + "'" }
+func fq(s string) string {
+	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", `\'`) + "'"
+}
 
 // genFish is collie.fish.
 func genFish(cmds []compCmd) string {
