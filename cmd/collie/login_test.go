@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -102,6 +103,46 @@ func TestWhoami_R8(t *testing.T) {
 				if tc.code != 0 && !strings.Contains(all, "collie login --url https://bridge.example") {
 					t.Fatalf("%v: no login hint: %s", args, all)
 				}
+			}
+		})
+	}
+}
+
+// TestAdmissionColumn_R3: the command table's who column is the one list
+// of what runs where: in an agent environment login, logout, whoami, ask,
+// version and help; in an incomplete one only whoami, ask, version and
+// help; every other command is the human's. A human's collie runs all.
+func TestAdmissionColumn_R3(t *testing.T) {
+	root := t.TempDir()
+	home, transport := filepath.Join(root, "slock"), filepath.Join(root, "transport")
+	os.Mkdir(home, 0o700)
+	os.Mkdir(transport, 0o700)
+	os.WriteFile(filepath.Join(transport, "raft"), []byte("#!/bin/sh\n"), 0o755)
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+		want []string
+	}{
+		{"human", map[string]string{}, nil},
+		{"agent", map[string]string{loginstore.MarkerTransportDir: transport, loginstore.MarkerHome: home, loginstore.MarkerAgentID: "agent-9"},
+			[]string{"ask", "login", "logout", "whoami", "version", "help"}},
+		{"incomplete", map[string]string{loginstore.MarkerAgentID: "agent-9"}, []string{"ask", "whoami", "version", "help"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, c := range commands() {
+				e := &env{stdout: io.Discard, stderr: io.Discard, getenv: func(k string) string { return tt.env[k] }}
+				if err := e.admit(&c); err == nil {
+					got = append(got, c.name)
+				}
+			}
+			if tt.want == nil {
+				for _, c := range commands() {
+					tt.want = append(tt.want, c.name)
+				}
+			}
+			if strings.Join(got, " ") != strings.Join(tt.want, " ") {
+				t.Errorf("admitted %q; want %q", got, tt.want)
 			}
 		})
 	}

@@ -105,7 +105,7 @@ func dispatch(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	e.cmd = &c
-	if err := e.admit(c.name); err != nil {
+	if err := e.admit(&c); err != nil {
 		return err
 	}
 	return c.run(ctx, e, rest)
