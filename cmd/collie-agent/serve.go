@@ -55,35 +55,34 @@ func cmdServe(_ context.Context, e *env, args []string) error {
 	defer sig.stop()
 	var o serveOptions
 	fs := serveFlags(&o)
-	name, socket, cfgPath, check, showVersion := &o.name, &o.socket, &o.cfgPath, &o.check, &o.version
 	rest, err := cli.Parse(fs, args, func() { writeUsage(e.stdout, fs) })
-	e.name = *name
+	e.name = o.name
 	if err != nil {
 		return err
 	}
-	if *showVersion {
+	if o.version {
 		fmt.Fprintln(e.stdout, "collie-agent", version.String())
 		return nil
 	}
 	if len(rest) > 0 {
 		return unexpected(rest[0])
 	}
-	if !validName.MatchString(*name) {
-		return &cli.UsageError{Err: hint.Errorf("use 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit", "the name %q is not valid", *name)}
+	if !validName.MatchString(o.name) {
+		return &cli.UsageError{Err: hint.Errorf("use 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit", "the name %q is not valid", o.name)}
 	}
-	path := configPath(*cfgPath, *name, os.Getenv)
-	if *check {
-		if err := configExists(path, *cfgPath != "", *name); err != nil {
+	path := configPath(o.cfgPath, o.name, os.Getenv)
+	if o.check {
+		if err := configExists(path, o.cfgPath != "", o.name); err != nil {
 			return err
 		}
-		if _, err := prepare(path, *name, os.Getenv); err != nil {
+		if _, err := prepare(path, o.name, os.Getenv); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "%s is valid\n", path)
 		return nil
 	}
-	log := journald.NewLogger("collie-agent", e.stderr, slog.LevelInfo).With("agent", *name)
-	return serve(sig, *name, *socket, path, log)
+	log := journald.NewLogger("collie-agent", e.stderr, slog.LevelInfo).With("agent", o.name)
+	return serve(sig, o.name, o.socket, path, log)
 }
 
 // signals are the agent's: SIGINT and SIGTERM stop it, SIGHUP reloads its
