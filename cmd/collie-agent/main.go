@@ -103,28 +103,32 @@ func writeUsage(w io.Writer, fs *flag.FlagSet) {
 }
 
 func cmdVersion(_ context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("collie-agent version", flag.ContinueOnError)
-	rest, err := cli.Parse(fs, args, func() { cli.WriteUsage(e.stdout, []string{"collie-agent version"}, "Print the version.", fs) })
-	if err != nil {
+	if err := noArgs(e, "collie-agent version", "Print the version.", args); err != nil {
 		return err
-	}
-	if len(rest) > 0 {
-		return cli.Usagef("unexpected argument %q", rest[0])
 	}
 	fmt.Fprintln(e.stdout, "collie-agent", version.String())
 	return nil
 }
 
 func cmdHelp(_ context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("collie-agent help", flag.ContinueOnError)
-	rest, err := cli.Parse(fs, args, func() { cli.WriteUsage(e.stdout, []string{"collie-agent help"}, "Print this usage.", fs) })
+	if err := noArgs(e, "collie-agent help", "Print this usage.", args); err != nil {
+		return err
+	}
+	writeUsage(e.stdout, serveFlags(new(serveOptions)))
+	return nil
+}
+
+// noArgs parses the command line of a command that takes no flag and no
+// argument; its --help says what it does (about).
+func noArgs(e *env, name, about string, args []string) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	rest, err := cli.Parse(fs, args, func() { cli.WriteUsage(e.stdout, []string{name}, about, fs) })
 	if err != nil {
 		return err
 	}
 	if len(rest) > 0 {
 		return cli.Usagef("unexpected argument %q", rest[0])
 	}
-	writeUsage(e.stdout, serveFlags(new(serveOptions)))
 	return nil
 }
 
