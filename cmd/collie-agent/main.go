@@ -7,72 +7,29 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"log/slog"
-	"net"
 	"os"
-	"os/signal"
-	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/collie-linux/collie/internal/agent/ask"
-	"github.com/collie-linux/collie/internal/agent/callercheck"
-	"github.com/collie-linux/collie/internal/agent/durable"
-	"github.com/collie-linux/collie/internal/agent/durable/board"
-	"github.com/collie-linux/collie/internal/agent/durable/grants"
-	"github.com/collie-linux/collie/internal/agent/runcmd"
 	"github.com/collie-linux/collie/internal/cli"
-	"github.com/collie-linux/collie/internal/cli/hint"
 	"github.com/collie-linux/collie/internal/cli/version"
-	"github.com/collie-linux/collie/internal/linux/systemd/journald"
-	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
 // main is the one way out of collie-agent: every command returns an
-// error, exitCode gives it its status, and report says it once.
+// error, and the CLI core (cli.Program.Main) gives it its status from the
+// one exit table, the one of collie(1) EXIT STATUS, and says it once.
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
-
-// Exit statuses of collie-agent, the table in collie-agent(1) EXIT STATUS;
-// they mean what they mean in collie(1). collie-agent ask has those of
-// internal/agent/ask besides (1 answered no, 3 timed out, 4 withdrawn, 5 could
-// not ask).
-const (
-	exitOK     = 0 // done: stopped by SIGTERM or SIGINT, a valid config, --help
-	exitFailed = 1 // cannot start, stopped on an error, or the config is not valid
-	exitUsage  = 2 // a mistake on the command line
-)
-
-// exitCode decides the exit status of every command, in one place.
-func exitCode(err error) int {
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return exitOK
-	case cli.IsUsage(err):
-		return exitUsage
-	}
-	if code, ok := ask.ExitOf(err); ok {
-		return code
-	}
-	return exitFailed
-}
-
-// said reports whether err was said already, so main prints nothing more:
-// help, and the ask command's decisions other than yes.
-func said(err error) bool {
-	return errors.Is(err, flag.ErrHelp) || ask.Said(err)
 }
 
 // env is what a command works with.
 type env struct {
 	stdout, stderr io.Writer
 	name           string // the agent's name, for the journal's AGENT
+	command        string // the command running, "" for the agent itself
 	json           bool   // the command line asked for JSON: errors are JSON too
 }
 
@@ -92,17 +49,16 @@ func commands() []command {
 			"Serve the durable agent NAME on its private socket (collie-agent@NAME.socket), or check its config.", cmdServe},
 		{"ask", "KIND [OPTIONS] TITLE", "Ask the user through the agent and wait for the answer (collie-agent ask --help).", cmdAsk},
 		{"grants", "[--agent NAME | --socket PATH] [--json] [--revoke ID | --revoke-all]", `List or revoke the agent's "always allow" grants.`, cmdGrants},
+		{"version", "", "Print the version.", cmdVersion},
+		{"help", "", "Print this usage.", cmdHelp},
 	}
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	e := &env{stdout: stdout, stderr: stderr, name: "demo", json: cli.WantsJSON(nil, args)}
-	err := dispatch(context.Background(), e, args)
-	code := exitCode(err)
-	if err != nil && !said(err) {
-		report(e, err, code)
-	}
-	return code
+	p := cli.Program{Name: "collie-agent", Stderr: stderr, JSON: e.json, Command: func() string { return e.command },
+		Journal: func() map[string]string { return map[string]string{"agent": e.name} }}
+	return p.Main(context.Background(), func(ctx context.Context) error { return dispatch(ctx, e, args) })
 }
 
 func dispatch(ctx context.Context, e *env, args []string) error {
@@ -110,6 +66,7 @@ func dispatch(ctx context.Context, e *env, args []string) error {
 	if len(args) > 0 {
 		for _, c := range table[1:] {
 			if args[0] == c.name {
+				e.command = c.name
 				return c.run(ctx, e, args[1:])
 			}
 		}
@@ -134,25 +91,6 @@ func unexpected(arg string) error {
 	return cli.Usagef("unexpected argument %q", arg)
 }
 
-// report says err once: age's "collie-agent: error:" and "hint:" lines
-// on stderr, or one JSON object with --json. It is the agent's last word:
-// run as a service, a journal entry at PRIORITY=3 with the agent's name
-// (AGENT) and the hint (HINT), message and hint in MESSAGE.
-func report(e *env, err error, code int) {
-	if cli.IsUsage(err) && hint.Of(err) == "" {
-		err = hint.Wrap(err, "see collie-agent --help")
-	}
-	if !e.json && journald.ToJournal() {
-		fields := map[string]string{"agent": e.name}
-		if h := hint.Of(err); h != "" {
-			fields["hint"] = h
-		}
-		journald.Fatal(e.stderr, "collie-agent", cli.Text(err), fields)
-		return
-	}
-	cli.WriteError(e.stderr, "collie-agent", err, code, e.json)
-}
-
 // writeUsage is collie-agent's usage: every command of the table, and
 // the agent's own flags.
 func writeUsage(w io.Writer, fs *flag.FlagSet) {
@@ -164,300 +102,40 @@ func writeUsage(w io.Writer, fs *flag.FlagSet) {
 	cli.WriteUsage(w, lines, commands()[0].summary, fs)
 }
 
+func cmdVersion(_ context.Context, e *env, args []string) error {
+	if err := noArgs(e, "collie-agent version", "Print the version.", args); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, "collie-agent", version.String())
+	return nil
+}
+
+func cmdHelp(_ context.Context, e *env, args []string) error {
+	if err := noArgs(e, "collie-agent help", "Print this usage.", args); err != nil {
+		return err
+	}
+	writeUsage(e.stdout, serveFlags(new(serveOptions)))
+	return nil
+}
+
+// noArgs parses the command line of a command that takes no flag and no
+// argument; its --help says what it does (about).
+func noArgs(e *env, name, about string, args []string) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	rest, err := cli.Parse(fs, args, func() { cli.WriteUsage(e.stdout, []string{name}, about, fs) })
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return cli.Usagef("unexpected argument %q", rest[0])
+	}
+	return nil
+}
+
 func cmdAsk(ctx context.Context, e *env, args []string) error {
 	return ask.Run(ctx, args, ask.Env{Stdin: os.Stdin, Stdout: e.stdout, Stderr: e.stderr, Getenv: os.Getenv, Prog: "collie-agent ask"})
 }
 
 func cmdGrants(ctx context.Context, e *env, args []string) error {
 	return ask.Grants(ctx, args, ask.Env{Stdin: os.Stdin, Stdout: e.stdout, Stderr: e.stderr, Getenv: os.Getenv, Prog: "collie-agent grants"})
-}
-
-// cmdServe is the agent itself: it serves until SIGTERM or SIGINT, or
-// with --check-config checks its config and exits.
-func cmdServe(_ context.Context, e *env, args []string) error {
-	// Signals first: from here on, a HUP or TERM is the agent's to handle,
-	// also while it is still starting (see catchSignals).
-	sig := catchSignals()
-	defer sig.stop()
-	fs := flag.NewFlagSet("collie-agent", flag.ContinueOnError)
-	name := fs.String("name", "demo", "the agent's `name` (the instance of collie-agent@NAME)")
-	socket := fs.String("socket", "", "the socket `path` when not socket-activated (default $XDG_RUNTIME_DIR/desk/NAME.sock)")
-	cfgPath := fs.String("config", "", "the config `file` (default $XDG_CONFIG_HOME/collie-agent/NAME.toml)")
-	check := fs.Bool("check-config", false, "check the config file as the agent does at start (syntax, settings, tokens, TLS files) and exit")
-	showVersion := fs.Bool("version", false, "print the version and exit")
-	rest, err := cli.Parse(fs, args, func() { writeUsage(e.stdout, fs) })
-	e.name = *name
-	if err != nil {
-		return err
-	}
-	if *showVersion {
-		fmt.Fprintln(e.stdout, "collie-agent", version.String())
-		return nil
-	}
-	if len(rest) > 0 {
-		return unexpected(rest[0])
-	}
-	// The instance name becomes a file name: the rule the bridge's
-	// names follow.
-	if !wire.ValidName(*name) {
-		return &cli.UsageError{Err: hint.Errorf(wire.NameRule, "the name %q is not valid", *name)}
-	}
-	path := configPath(*cfgPath, *name, os.Getenv)
-	if *check {
-		if err := configExists(path, *cfgPath != "", *name); err != nil {
-			return err
-		}
-		if _, err := prepare(path, *name, os.Getenv); err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stdout, "%s is valid\n", path)
-		return nil
-	}
-	log := journald.NewLogger("collie-agent", e.stderr, slog.LevelInfo).With("agent", *name)
-	return serve(sig, *name, *socket, path, log)
-}
-
-// signals are the agent's: SIGINT and SIGTERM stop it, SIGHUP reloads its
-// config. They are caught before anything else, so that a signal that
-// comes while the agent starts neither kills it (SIGHUP's default action)
-// nor is lost: a HUP waits in the channel until the agent serves.
-type signals struct {
-	stop func()
-	hup  chan os.Signal
-	term chan os.Signal
-}
-
-func catchSignals() *signals {
-	s := &signals{hup: make(chan os.Signal, 1), term: make(chan os.Signal, 1)}
-	signal.Notify(s.hup, syscall.SIGHUP)
-	signal.Notify(s.term, os.Interrupt, syscall.SIGTERM)
-	s.stop = func() { signal.Stop(s.hup); signal.Stop(s.term) }
-	return s
-}
-
-// context ends when SIGINT or SIGTERM comes, or came already.
-func (s *signals) context() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		select {
-		case <-s.term:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
-}
-
-// exampleConfig is the example config the package ships.
-const exampleConfig = "/usr/share/doc/collie/examples/collie-agent.toml"
-
-// configExists is --check-config's first question: a file that does not
-// exist is not "valid", whatever the agent would do without it. given
-// says the path came from --config.
-func configExists(path string, given bool, name string) error {
-	_, err := os.Stat(path)
-	switch {
-	case err == nil:
-		return nil
-	case !errors.Is(err, fs.ErrNotExist):
-		return hint.Errorf("make it readable by you", "cannot check %s: %v", path, err)
-	case given:
-		return hint.Errorf("give the path of a file that exists, or write one there (see collie-agent(1); an example: "+exampleConfig+")",
-			"%s does not exist, so there is no config to check", path)
-	}
-	return hint.Errorf("to configure it, write the file (see collie-agent(1); an example: "+exampleConfig+"), or give another with --config FILE",
-		"there is no config file at %s: collie-agent %s starts with the demo (one conversation, one yes/no question)", path, name)
-}
-
-// configPath is --config, or $XDG_CONFIG_HOME/collie-agent/NAME.toml.
-func configPath(flagValue, name string, getenv func(string) string) string {
-	if flagValue != "" {
-		return flagValue
-	}
-	dir := getenv("XDG_CONFIG_HOME")
-	if dir == "" {
-		dir = filepath.Join(getenv("HOME"), ".config")
-	}
-	return filepath.Join(dir, "collie-agent", name+".toml")
-}
-
-// statePath is where the agent keeps its always-allow grants:
-// $XDG_STATE_HOME/collie-agent/NAME/grants.json.
-func statePath(name string, getenv func(string) string) string {
-	dir := getenv("XDG_STATE_HOME")
-	if dir == "" {
-		dir = filepath.Join(getenv("HOME"), ".local", "state")
-	}
-	return filepath.Join(dir, "collie-agent", name, "grants.json")
-}
-
-// prepared is what the agent reads and checks before it serves.
-type prepared struct {
-	cfg    Config
-	tokens durable.Tokens
-}
-
-// prepare loads and checks the config and everything it names (the token
-// transport's tokens and TLS files), exactly as the agent does at start,
-// without listening or running anything: --check-config runs it, and so
-// does collie doctor through it. Errors name the file, the line and the
-// setting where there is one.
-func prepare(cfgPath, name string, getenv func(string) string) (prepared, error) {
-	cfg, err := loadConfig(cfgPath, name)
-	if err != nil {
-		return prepared{}, err
-	}
-	p := prepared{cfg: cfg}
-	if cfg.HTTPS != nil {
-		if p.tokens, err = loadTokens(cfg.HTTPS, cfgPath, getenv); err != nil {
-			return prepared{}, fmt.Errorf("%s: %w", cfgPath, err)
-		}
-		if err := checkHTTPS(cfg.HTTPS); err != nil {
-			return prepared{}, fmt.Errorf("%s: %w", cfgPath, err)
-		}
-	}
-	return p, nil
-}
-
-func serve(sig *signals, name, socket, cfgPath string, log *slog.Logger) error {
-	p, err := prepare(cfgPath, name, os.Getenv)
-	if err != nil {
-		return fmt.Errorf("cannot start: %w", err)
-	}
-	if err := serveWith(sig, p, name, socket, cfgPath, log); err != nil {
-		return fmt.Errorf("stopped: %w", err)
-	}
-	return nil
-}
-
-func serveWith(sig *signals, p prepared, name, socket, cfgPath string, log *slog.Logger) error {
-	cfg := p.cfg
-	var err error
-	// C3: on by default; where it cannot work the agent does not start
-	// unless the config turns it off explicitly.
-	transport := durable.Transport{Unchecked: cfg.CallerCheck == "off"}
-	var checker *callercheck.Checker
-	if !transport.Unchecked {
-		checker, err = callercheck.New()
-		if err != nil {
-			return err
-		}
-		transport.Check = checker
-	}
-	if socket == "" {
-		run := os.Getenv("XDG_RUNTIME_DIR")
-		if run == "" {
-			return hint.New("XDG_RUNTIME_DIR is not set", "give --socket PATH, or run the agent under systemd --user")
-		}
-		socket = filepath.Join(run, "desk", name+".sock")
-	}
-	listenFDs := os.Getenv("LISTEN_FDS") // read before activation unsets it
-	l, activated, err := durable.Listen(socket)
-	if err != nil {
-		return err
-	}
-	defer l.Close()
-	srv, err := durable.NewServer(wire.Hello{Agent: name, Software: "collie-agent " + version.String()}, log)
-	if err != nil {
-		return err
-	}
-	home, _ := os.UserHomeDir()
-	a := &agent{name: name, socket: l.Addr().String(), home: home, getenv: os.Getenv, log: log, runs: map[*runcmd.Run]runInfo{}}
-	b, err := board.New(srv, board.Options{
-		Space:       wire.Space{ID: "main", Title: name},
-		Tab:         wire.Space{ID: "main", Title: "Main"},
-		Main:        struct{ ID, Title string }{"main", cfg.Title},
-		AllowAlways: cfg.Always.Enabled, AlwaysFor: cfg.Always.duration,
-		Grants: grants.File(statePath(name, os.Getenv)),
-		Hooks:  a.hooks(),
-		Log:    log,
-	})
-	if err != nil {
-		return err
-	}
-	defer b.Stop()
-	a.board = b
-	if err := a.apply(cfg); err != nil {
-		return err
-	}
-	b.AppendItem("main", wire.Item{Kind: wire.KindText, Role: "agent",
-		Text: "collie-agent " + name + " is running. Answer its questions from a paired device."})
-	if q := cfg.Question; q != nil {
-		if _, err := b.Pose("main", wire.AskRequest{Kind: wire.AskYesNo, Title: q.Title, Rationale: q.Rationale, ToolCall: name + "-1"}); err != nil {
-			return fmt.Errorf("%s: the question: %w", cfgPath, err)
-		}
-	}
-	checkDesc := describeCheck(cfg, "", false)
-	if checker != nil {
-		checkDesc = describeCheck(cfg, checker.Cgroup(), checker.PeerPidfd())
-		if checker.Cgroup() == "" {
-			log.Warn("the caller check refuses every write: the agent runs in a root cgroup, where it cannot tell the tools it started from other processes; run it as collie-agent@NAME.service, or set CallerCheck = \"off\" in the config")
-		}
-	} else {
-		log.Warn("the caller check is off (CallerCheck = \"off\"): any process of this user, the agent's own commands included, can answer its questions")
-	}
-	log.Info("collie-agent serving", "socket", l.Addr().String(), "activated", activated, "listen_fds", listenFDs,
-		"config", cfgPath, "caller_check", checkDesc, "belt", len(cfg.Belt), "starters", len(cfg.Starters), "always_allow", cfg.Always.Enabled)
-
-	ctx, stop := sig.context()
-	defer stop()
-	remoteDone := make(chan error, 1)
-	if cfg.HTTPS != nil {
-		rl, err := serveRemote(ctx, srv, cfg, p.tokens, log, remoteDone)
-		if err != nil {
-			return err
-		}
-		defer rl.Close()
-	} else {
-		close(remoteDone)
-	}
-	go a.reloadOnHUP(ctx, sig.hup, cfgPath, cfg)
-	err = srv.ServeTransport(ctx, l, transport)
-	stop()
-	if rerr := <-remoteDone; err == nil {
-		err = rerr
-	}
-	a.stopAll()
-	return err
-}
-
-// reloadOnHUP reads the config again on SIGHUP. A config that fails its
-// checks is refused whole, with the reason in the log, and the agent keeps
-// serving with the one it has: nothing is half applied.
-func (a *agent) reloadOnHUP(ctx context.Context, hup <-chan os.Signal, path string, current Config) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-hup:
-		}
-		cfg, err := loadConfig(path, a.name)
-		if err != nil {
-			a.log.Error("the changed config is refused; the agent keeps serving with the previous one", "err", err)
-			continue
-		}
-		if cfg.CallerCheck != current.CallerCheck || cfg.Always != current.Always {
-			a.log.Warn("CallerCheck and [always] take effect when the agent starts again; restart it to apply them")
-		}
-		if err := a.apply(cfg); err != nil {
-			a.log.Error("the changed config is refused; the agent keeps serving with the previous one", "err", err)
-			continue
-		}
-		a.log.Info("config reloaded", "config", path, "belt", len(cfg.Belt), "starters", len(cfg.Starters))
-	}
-}
-
-// serveRemote serves the token transport beside the socket (K1–K7). It
-// has no caller check (K3), so "always allow" is not offered there.
-func serveRemote(ctx context.Context, srv *durable.Server, cfg Config, tokens durable.Tokens, log *slog.Logger, done chan<- error) (net.Listener, error) {
-	l, url, err := listenHTTPS(cfg.HTTPS)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.Always.Enabled {
-		log.Warn("always allow is offered on the Unix socket only: the token transport has no caller check, so a bridge over HTTPS sees only Allow and Deny")
-	}
-	log.Info("collie-agent serving the token transport", "url", url, "next_token", tokens.Next != "")
-	go func() { done <- srv.ServeTransport(ctx, l, durable.Transport{Remote: true, Tokens: tokens}) }()
-	return l, nil
 }

@@ -69,3 +69,26 @@ func TestUnknownCommandDidYouMean_L4(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpAndVersionExitZero_L4: collie-agent help and collie-agent
+// version are commands, as collie's are: usage or version on stdout,
+// nothing on stderr, exit 0; an argument after them is a mistake (2).
+func TestHelpAndVersionExitZero_L4(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"help"}, 0, `^Usage: collie-agent \[--name NAME\]`},
+		{[]string{"version"}, 0, `^collie-agent \S+\n$`},
+		{[]string{"--version"}, 0, `^collie-agent \S+\n$`},
+		{[]string{"help", "extra"}, 2, `^$`},
+		{[]string{"version", "extra"}, 2, `^$`},
+	} {
+		var out, errOut strings.Builder
+		code := run(tt.args, &out, &errOut)
+		if code != tt.code || !regexp.MustCompile(tt.want).MatchString(out.String()) || (code == 0) != (errOut.Len() == 0) {
+			t.Errorf("collie-agent %q: exit %d, stdout %q, stderr %q; want %d and %s", tt.args, code, out.String(), errOut.String(), tt.code, tt.want)
+		}
+	}
+}

@@ -2,18 +2,17 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 
 	"github.com/collie-linux/collie/internal/agent/ask"
-	"github.com/collie-linux/collie/internal/cli/version"
 	"github.com/collie-linux/collie/internal/login/loginstore"
 )
 
 // cmdAsk is `collie ask`, the same command as `collie-agent ask` (the code
 // is shared in internal/agent/ask, its usage too). Its exit status carries the
 // answer (0 yes, 1 no, 3 timed out, 4 withdrawn, 5 could not ask):
-// ask.Run returns the decision as an error, and exitCode maps it.
+// ask.Run returns the decision as an error, and the CLI core's exit
+// table (cli.ExitCode) maps it.
 func cmdAsk(ctx context.Context, e *env, args []string) error {
 	ae := ask.Env{Stdin: os.Stdin, Stdout: e.stdout, Stderr: e.stderr, Getenv: e.getenv, Prog: "collie ask"}
 	switch e.admission.Kind {
@@ -27,12 +26,4 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 		ae.Remote = e.agentClient().HTTPClient()
 	}
 	return ask.Run(ctx, args, ae)
-}
-
-func cmdVersion(_ context.Context, e *env, args []string) error {
-	if err := parse(newFlags("collie version", e), args); err != nil {
-		return err
-	}
-	fmt.Fprintln(e.stdout, "collie", version.String())
-	return nil
 }

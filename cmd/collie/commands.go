@@ -18,36 +18,49 @@ type command struct {
 	synopsis []string // what follows the name, one line per form
 	summary  string   // what it does, one line
 	run      func(ctx context.Context, e *env, args []string) error
+	who      who // whose command it is: the human's, or an agent's too (admit)
 }
+
+// who says in which environment a command runs (admit): a human's
+// collie runs every command; an agent's (agent login) only those marked
+// agents or anywhere; an incomplete agent environment only those marked
+// anywhere, which need no session.
+type who int
+
+const (
+	human    who = iota // the human's only, at the bridge
+	agents              // also in an agent environment
+	anywhere            // also in an incomplete agent environment
+)
 
 // commands is the table. A command's flags are its FlagSet's, defined
 // where it runs; the synopsis shows them as the man page does.
 func commands() []command {
 	return []command{
-		{"daemon", []string{"[--debug]"}, "run the bridge in the foreground (what collie.service runs)", cmdDaemon},
-		{"demo", nil, "run the bridge with a demo durable agent, in a throwaway folder", cmdDemo},
-		{"doctor", []string{"[--json] [--check NAME]..."}, "check the installation; prints the fix for every row that is not ok", cmdDoctor},
-		{"durable attach", []string{"NAME --socket PATH", "NAME --url URL --token-env VAR [--ca-file FILE]"}, "attach the durable agent listening at PATH, or one on another host over HTTPS", cmdAttach},
-		{"durable detach", []string{"NAME"}, "detach an agent", cmdDetach},
-		{"durable list", []string{"[--json]"}, "list attached agents: reachable, or exactly why not", cmdList},
-		{"show", []string{"[--json]"}, "show what the bridge holds: conversations, items, open questions", cmdShow},
-		{"ask", []string{"KIND [OPTIONS] TITLE"}, "ask the user through a durable agent and wait for the answer (collie ask --help)", cmdAsk},
-		{"run", []string{"[--name NAME] [--no-systemd] [--sandbox] -- COMMAND [ARGS...]"}, "run a command (a coding agent) as the child of a durable agent of its own, so its tools cannot answer its questions", cmdRun},
-		{"setup", []string{"claude|codex|gemini|opencode [--project DIR] [--no-hook | --no-mcp] [--dry-run] [--timeout DURATION]"}, "make a coding agent ask your phone before its tools run (its hook, fail-closed) and let its model ask you (collie mcp)", cmdSetup},
-		{"mcp", []string{"[--agent NAME | --socket PATH] [--timeout DURATION]"}, "an MCP server on stdio: any MCP client asks the user through a durable agent", cmdMCP},
-		{"pair", []string{"[--json] [--no-qr] [--local]"}, "pair a phone or browser: a single-use URL, QR code and check code", cmdPair},
-		{"devices", []string{"[--json]"}, "list paired devices", cmdDevices},
-		{"devices revoke", []string{"ID"}, "cut a device off at once", cmdRevoke},
-		{"push test", []string{"[--json]"}, "send one test push through the guard and every provider; says what each answered", cmdPushTest},
-		{"audit", []string{"[--agent NAME] [--device ID] [--event E] [--since DUR] [--json]"}, "show the audit log of device writes", cmdAudit},
-		{"audit verify", []string{"[--json] [FILE...]"}, "check the audit log's hash chain and the journal's anchors", cmdAuditVerify},
-		{"login", []string{"--url BASE [--ca-file FILE]"}, "in an agent environment: log this agent in to the bridge at BASE (agent login)", cmdLogin},
-		{"logout", nil, "in an agent environment: remove this agent's session and have the bridge revoke it", cmdLogout},
-		{"whoami", []string{"[--json]"}, "say who collie runs as: human, or the agent and its session's expiries (no network)", cmdWhoami},
-		{"agents list", []string{"[--json]"}, "list the agent platform's agents that logged in to the bridge, and their sessions", cmdAgentsList},
-		{"agents revoke", []string{"ID"}, "revoke an agent's sessions at once (by session id or agent id)", cmdAgentsRevoke},
-		{"version", nil, "print the version", cmdVersion},
-		{"help", nil, "print this list of commands", cmdHelp},
+		{"daemon", []string{"[--debug]"}, "run the bridge in the foreground (what collie.service runs)", cmdDaemon, human},
+		{"demo", nil, "run the bridge with a demo durable agent, in a throwaway folder", cmdDemo, human},
+		{"doctor", []string{"[--json] [--check NAME]..."}, "check the installation; prints the fix for every row that is not ok", cmdDoctor, human},
+		{"durable attach", []string{"NAME --socket PATH", "NAME --url URL --token-env VAR [--ca-file FILE]"}, "attach the durable agent listening at PATH, or one on another host over HTTPS", cmdAttach, human},
+		{"durable detach", []string{"NAME"}, "detach an agent", cmdDetach, human},
+		{"durable list", []string{"[--json]"}, "list attached agents: reachable, or exactly why not", cmdList, human},
+		{"show", []string{"[--json]"}, "show what the bridge holds: conversations, items, open questions", cmdShow, human},
+		{"ask", []string{"KIND [OPTIONS] TITLE"}, "ask the user through a durable agent and wait for the answer (collie ask --help)", cmdAsk, anywhere},
+		{"run", []string{"[--name NAME] [--no-systemd] [--sandbox] -- COMMAND [ARGS...]"}, "run a command (a coding agent) as the child of a durable agent of its own, so its tools cannot answer its questions", cmdRun, human},
+		{"setup", []string{"claude|codex|gemini|opencode [--project DIR] [--no-hook | --no-mcp] [--dry-run] [--timeout DURATION]"}, "make a coding agent ask your phone before its tools run (its hook, fail-closed) and let its model ask you (collie mcp)", cmdSetup, human},
+		{"mcp", []string{"[--agent NAME | --socket PATH] [--timeout DURATION]"}, "an MCP server on stdio: any MCP client asks the user through a durable agent", cmdMCP, human},
+		{"pair", []string{"[--json] [--no-qr] [--local]"}, "pair a phone or browser: a single-use URL, QR code and check code", cmdPair, human},
+		{"devices", []string{"[--json]"}, "list paired devices", cmdDevices, human},
+		{"devices revoke", []string{"ID"}, "cut a device off at once", cmdRevoke, human},
+		{"push test", []string{"[--json]"}, "send one test push through the guard and every provider; says what each answered", cmdPushTest, human},
+		{"audit", []string{"[--agent NAME] [--device ID] [--event E] [--since DUR] [--json]"}, "show the audit log of device writes", cmdAudit, human},
+		{"audit verify", []string{"[--json] [FILE...]"}, "check the audit log's hash chain and the journal's anchors", cmdAuditVerify, human},
+		{"login", []string{"--url BASE [--ca-file FILE]"}, "in an agent environment: log this agent in to the bridge at BASE (agent login)", cmdLogin, agents},
+		{"logout", nil, "in an agent environment: remove this agent's session and have the bridge revoke it", cmdLogout, agents},
+		{"whoami", []string{"[--json]"}, "say who collie runs as: human, or the agent and its session's expiries (no network)", cmdWhoami, anywhere},
+		{"agents list", []string{"[--json]"}, "list the agent platform's agents that logged in to the bridge, and their sessions", cmdAgentsList, human},
+		{"agents revoke", []string{"ID"}, "revoke an agent's sessions at once (by session id or agent id)", cmdAgentsRevoke, human},
+		{"version", nil, "print the version", cmdVersion, anywhere},
+		{"help", nil, "print this list of commands", cmdHelp, anywhere},
 	}
 }
 

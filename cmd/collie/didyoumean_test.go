@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/collie-linux/collie/internal/cli"
+
 	"strings"
 	"testing"
 )
@@ -25,7 +27,7 @@ func TestUnknownCommandDidYouMean_L4(t *testing.T) {
 		{[]string{"qwertyuiop"}, `collie: error: unknown command "qwertyuiop"; run collie help`},
 	} {
 		code, out, errOut := collie(t, tt.args...)
-		if code != exitUsage || out != "" || !strings.HasPrefix(errOut, tt.want+"\n") {
+		if code != cli.ExitUsage || out != "" || !strings.HasPrefix(errOut, tt.want+"\n") {
 			t.Errorf("collie %q: exit %d, stdout %q, stderr %q; want 2 and %q", tt.args, code, out, errOut, tt.want)
 		}
 	}

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,9 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/collie-linux/collie/internal/bridge/config"
@@ -25,7 +21,6 @@ import (
 	"github.com/collie-linux/collie/internal/bridge/upstream"
 	"github.com/collie-linux/collie/internal/bridge/view"
 	"github.com/collie-linux/collie/internal/cli/hint"
-	"github.com/collie-linux/collie/internal/protocol/sanitize"
 	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
@@ -202,18 +197,22 @@ func tellDaemon(ctx context.Context, e *env, paths config.Paths) {
 	}
 }
 
+// cmdList is collie durable list: each agent checked now, by the daemon,
+// or by the command itself when the daemon is not running.
 func cmdList(ctx context.Context, e *env, args []string) error {
-	fs := newFlags("collie durable list", e)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	paths, err := e.paths()
-	if err != nil {
-		return err
-	}
-	// Ask the daemon to check each agent now, rather than show what its
-	// last poll, up to 10 s ago, found.
+	return list[view.AgentStatus]{
+		name:    "collie durable list",
+		fetch:   checkAgents,
+		empty:   "no durable agents attached; attach one with: collie durable attach NAME --socket PATH",
+		columns: listColumns(),
+		row:     listRow(time.Now()),
+	}.run(ctx, e, args)
+}
+
+// checkAgents asks the daemon to check each agent now, rather than show
+// what its last poll, up to 10 s ago, found; without the daemon, it
+// checks them itself and says so.
+func checkAgents(ctx context.Context, e *env, paths config.Paths) ([]view.AgentStatus, error) {
 	agents, err := control.NewClient(paths.Control()).Check(ctx)
 	if errors.Is(err, control.ErrNotRunning) {
 		if msg, fix, failed := doctor.DaemonDown(paths); failed {
@@ -223,30 +222,19 @@ func cmdList(ctx context.Context, e *env, args []string) error {
 		}
 		agents, err = probeAll(ctx, paths.Sources())
 	}
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return writeJSON(e.stdout, agents)
-	}
-	if len(agents) == 0 {
-		fmt.Fprintln(e.stdout, "no durable agents attached; attach one with: collie durable attach NAME --socket PATH")
-		return nil
-	}
-	return writeList(e.stdout, agents, time.Now())
+	return agents, err
 }
 
-// writeList writes the table of collie durable list. CHECKED says how old
+// listColumns is the header of collie durable list. CHECKED says how old
 // each status is; MODE how the daemon reads the agent (a waiting read, or
-// polled at the seed's cadence; "-" when the command checked it
-// itself). Every cell is cleaned for the terminal (X1): the reason
-// and the agent's name come from the agent, and a tab or newline in a
-// cell would forge a column or a row.
-func writeList(w io.Writer, agents []view.AgentStatus, now time.Time) error {
-	out := sanitize.NewTerminalWriter(w)
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tTRANSPORT\tTARGET\tCHECKED\tMODE\tSTATUS")
-	for _, a := range agents {
+// polled at the seed's cadence; "-" when the command checked it itself).
+func listColumns() []string {
+	return []string{"NAME", "TRANSPORT", "TARGET", "CHECKED", "MODE", "STATUS"}
+}
+
+// listRow is an agent's row of collie durable list, its age told at now.
+func listRow(now time.Time) func(view.AgentStatus) []string {
+	return func(a view.AgentStatus) []string {
 		if a.TokenSet {
 			a.Target += " (token set)"
 		}
@@ -258,16 +246,13 @@ func writeList(w io.Writer, agents []view.AgentStatus, now time.Time) error {
 		if mode == "" {
 			mode = "-"
 		}
-		cells := []string{a.Name, a.Transport, a.Target, age(now, a.Checked), mode, status}
-		for i, c := range cells {
-			cells[i] = sanitize.TerminalLine(c)
-		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		return []string{a.Name, a.Transport, a.Target, age(now, a.Checked), mode, status}
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	return out.Flush()
+}
+
+// writeList writes the table of collie durable list (writeTable).
+func writeList(w io.Writer, agents []view.AgentStatus, now time.Time) error {
+	return writeTable(w, listColumns(), agents, listRow(now))
 }
 
 // age says how long ago t was, for the CHECKED column.
@@ -326,18 +311,4 @@ func reasonOf(err error) string {
 		return u.Reason
 	}
 	return err.Error()
-}
-
-// writeJSON writes v as indented JSON, with every character a terminal
-// must not see written as a \u escape (X1): it means the same to a JSON
-// reader, and nothing to a terminal.
-func writeJSON(w io.Writer, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	_, err := w.Write(sanitize.TerminalJSON(buf.Bytes()))
-	return err
 }

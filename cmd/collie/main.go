@@ -10,59 +10,28 @@ import (
 	"io"
 	"os"
 
-	"github.com/collie-linux/collie/internal/agent/ask"
 	"github.com/collie-linux/collie/internal/bridge/config"
 	"github.com/collie-linux/collie/internal/bridge/control"
 	"github.com/collie-linux/collie/internal/bridge/doctor"
 	"github.com/collie-linux/collie/internal/cli"
 	"github.com/collie-linux/collie/internal/cli/hint"
-	"github.com/collie-linux/collie/internal/linux/systemd/journald"
 	"github.com/collie-linux/collie/internal/login/loginstore"
 )
 
-// main is the one way out of collie: every command returns an error,
-// exitCode gives it its status, and report says it once.
+// main is the one way out of collie: every command returns an error, and
+// the CLI core (cli.Program.Main) gives it its status from the one exit
+// table and says it once.
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// Exit statuses of collie, the table in collie(1) EXIT STATUS. collie ask
-// has those of internal/agent/ask besides (1 answered no, 3 timed out, 4
-// withdrawn, 5 could not ask), the same in collie-agent ask.
-const (
-	exitOK      = 0 // done; also --help
-	exitFailed  = 1 // the command failed: a doctor row, a tampered audit log, the daemon stopped
-	exitUsage   = 2 // a mistake on the command line
-	exitNo      = ask.ExitNo
-	exitTimeout = ask.ExitTimedOut
-	exitGone    = ask.ExitWithdrawn
-	exitUnasked = ask.ExitError
-)
+// exitCode is err's exit status: the one table, cli.ExitCode; see
+// collie(1) EXIT STATUS. collie run exits with its command's (cli.Status).
+func exitCode(err error) int { return cli.ExitCode(err) }
 
-// exitCode decides the exit status of every command, in one place.
-func exitCode(err error) int {
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return exitOK
-	case cli.IsUsage(err):
-		return exitUsage
-	}
-	if code, ok := ask.ExitOf(err); ok {
-		return code
-	}
-	var child runExit
-	if errors.As(err, &child) {
-		return int(child)
-	}
-	return exitFailed
-}
-
-// said reports whether err was said already, so main prints nothing more:
-// help, and the ask command's decisions other than yes.
-func said(err error) bool {
-	var child runExit
-	return errors.Is(err, flag.ErrHelp) || ask.Said(err) || errors.As(err, &child)
-}
+// ExitStatus makes collie run's status a cli.Exited: the command said
+// what it had to say, and collie exits with its status.
+func (r runExit) ExitStatus() int { return int(r) }
 
 // env is what a subcommand works with.
 type env struct {
@@ -77,15 +46,24 @@ func (e *env) paths() (config.Paths, error) { return config.FromEnv(e.getenv) }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	e := &env{stdout: stdout, stderr: stderr, getenv: os.Getenv, json: cli.WantsJSON(nil, args)}
-	err := dispatch(context.Background(), e, args)
-	if errors.Is(err, control.ErrNotRunning) {
-		err = e.daemonDown(err)
-	}
-	code := exitCode(err)
-	if err != nil && !said(err) {
-		report(e, err, code)
-	}
-	return code
+	return e.program().Main(context.Background(), func(ctx context.Context) error {
+		err := dispatch(ctx, e, args)
+		if errors.Is(err, control.ErrNotRunning) {
+			err = e.daemonDown(err)
+		}
+		return err
+	})
+}
+
+// program is collie for the CLI core: its errors say "collie:", and a
+// mistake on the command line points at the --help of the command that ran.
+func (e *env) program() cli.Program {
+	return cli.Program{Name: "collie", Stderr: e.stderr, JSON: e.json, Command: func() string {
+		if e.cmd == nil {
+			return ""
+		}
+		return e.cmd.name
+	}}
 }
 
 // daemonDown is err, the daemon not running, with why it stopped and what
@@ -104,29 +82,8 @@ func (e *env) daemonDown(err error) error {
 	return hint.New(msg, fix)
 }
 
-// report says err once, as the user reads it: age's "collie: error:"
-// and "collie: hint:" lines, or with --json one JSON object, on stderr.
-// An error that stops the daemon under systemd is its last word in the
-// journal at PRIORITY=3 (journald.Fatal), message and hint in MESSAGE and
-// the hint in HINT besides.
-func report(e *env, err error, code int) {
-	if cli.IsUsage(err) && hint.Of(err) == "" {
-		see := "see collie --help"
-		if e.cmd != nil {
-			see = "see collie " + e.cmd.name + " --help"
-		}
-		err = hint.Wrap(err, see)
-	}
-	if !e.json && journald.ToJournal() {
-		var fields map[string]string
-		if h := hint.Of(err); h != "" {
-			fields = map[string]string{"hint": h}
-		}
-		journald.Fatal(e.stderr, "collie", cli.Text(err), fields)
-		return
-	}
-	cli.WriteError(e.stderr, "collie", err, code, e.json)
-}
+// report says err once, as the CLI core does (cli.Program.Report).
+func report(e *env, err error, code int) { e.program().Report(err, code) }
 
 // usagef is a mistake on the command line: exit status 2.
 func usagef(format string, a ...any) error { return cli.Usagef(format, a...) }
@@ -148,7 +105,7 @@ func dispatch(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	e.cmd = &c
-	if err := e.admit(c.name); err != nil {
+	if err := e.admit(&c); err != nil {
 		return err
 	}
 	return c.run(ctx, e, rest)

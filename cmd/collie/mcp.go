@@ -21,7 +21,7 @@ import (
 // cmdMCP is `collie mcp`: an MCP server on stdin and stdout for one
 // client session, asking through a local durable agent (internal/agent/mcpserver).
 // Its stdout carries the protocol only; what it logs goes to stderr. In an
-// agent environment it does not run (agentCommands): it asks through a
+// agent environment it does not run (the table marks it human): it asks through a
 // durable agent on this machine.
 func cmdMCP(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("collie mcp", e)

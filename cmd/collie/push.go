@@ -196,12 +196,7 @@ func newDesktop(ctx context.Context, getenv func(string) string, log *slog.Logge
 // cmdPushTest sends one test push through the daemon's guard and every
 // provider, and says what each answered.
 func cmdPushTest(ctx context.Context, e *env, args []string) error {
-	fs := newFlags("collie push test", e)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	paths, err := e.paths()
+	paths, asJSON, err := daemonRead(e, "collie push test", args)
 	if err != nil {
 		return err
 	}
@@ -209,12 +204,12 @@ func cmdPushTest(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if asJSON {
 		if err := writeJSON(e.stdout, t); err != nil {
 			return err
 		}
 	}
-	return reportPushTest(e.stdout, t, *asJSON)
+	return reportPushTest(e.stdout, t, asJSON)
 }
 
 // reportPushTest prints what each provider answered collie push test

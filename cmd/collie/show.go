@@ -6,38 +6,29 @@ import (
 	"io"
 	"strings"
 
+	"github.com/collie-linux/collie/internal/bridge/config"
 	"github.com/collie-linux/collie/internal/bridge/control"
 	"github.com/collie-linux/collie/internal/bridge/view"
 	"github.com/collie-linux/collie/internal/protocol/sanitize"
 	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
+// cmdShow shows what the bridge holds, agent by agent (printAgent),
+// through a terminal-safe writer.
 func cmdShow(ctx context.Context, e *env, args []string) error {
-	fs := newFlags("collie show", e)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	paths, err := e.paths()
-	if err != nil {
-		return err
-	}
-	view, err := control.NewClient(paths.Control()).View(ctx)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return writeJSON(e.stdout, view)
-	}
-	if len(view) == 0 {
-		fmt.Fprintln(e.stdout, "no durable agents attached; attach one with: collie durable attach NAME --socket PATH")
-		return nil
-	}
-	out := sanitize.NewTerminalWriter(e.stdout)
-	for _, a := range view {
-		printAgent(out, a)
-	}
-	return out.Flush()
+	return list[view.Agent]{
+		name: "collie show",
+		fetch: func(ctx context.Context, _ *env, paths config.Paths) ([]view.Agent, error) {
+			return control.NewClient(paths.Control()).View(ctx)
+		},
+		empty: "no durable agents attached; attach one with: collie durable attach NAME --socket PATH",
+		text: func(w io.Writer, agents []view.Agent) error {
+			for _, a := range agents {
+				printAgent(w, a)
+			}
+			return nil
+		},
+	}.run(ctx, e, args)
 }
 
 // line cleans a single-line string for the terminal.

@@ -4,8 +4,10 @@
 // command line as [UsageError], and errors written for the user as text
 // (age's "error:" and "hint:" lines) or as JSON.
 //
-// Which exit status an error gets is decided by each binary's main, in one
-// place; see EXIT STATUS in collie(1) and collie-agent(1).
+// Program.Main is the one entry point of both binaries: it runs the
+// command line, says its error once (Program.Report) and gives it its
+// exit status from the one table (ExitCode); see EXIT STATUS in collie(1)
+// and collie-agent(1).
 package cli
 
 import (

@@ -1,4 +1,5 @@
 # bash completion for collie(1)                            -*- shell-script -*-
+# Generated from collie's command table: make completions. Do not edit.
 
 _collie_agents()
 {
@@ -12,163 +13,248 @@ _collie()
     local cur prev words cword
     _init_completion || return
 
-    local checks="binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener public_url push config-reload agent-login coding-agents runs"
-    case $prev in
-        --socket | --ca-file)
-            _filedir
-            return
-            ;;
-        --check)
-            COMPREPLY=($(compgen -W "$checks" -- "$cur"))
-            return
-            ;;
-        --token-env)
-            COMPREPLY=($(compgen -v -- "$cur"))
-            return
-            ;;
-        --url)
-            return
-            ;;
-    esac
-
     if ((cword == 1)); then
         COMPREPLY=($(compgen -W "daemon demo doctor durable show ask run setup mcp pair devices push audit login logout whoami agents version help" -- "$cur"))
         return
     fi
 
-    case ${words[1]} in
-        daemon)
+    local cmd=${words[1]} first=2
+    if ((cword > 2)); then
+        case "${words[1]} ${words[2]}" in
+            "durable attach" | "durable detach" | "durable list" | "devices revoke" | "push test" | "audit verify" | "agents list" | "agents revoke")
+                cmd="${words[1]} ${words[2]}" first=3
+                ;;
+        esac
+    fi
+
+    case $cmd in
+        "daemon")
             COMPREPLY=($(compgen -W "--debug" -- "$cur"))
             ;;
-        doctor)
-            COMPREPLY=($(compgen -W "--json --check" -- "$cur"))
+        "demo")
             ;;
-        show)
-            COMPREPLY=($(compgen -W "--json" -- "$cur"))
-            ;;
-        pair)
-            COMPREPLY=($(compgen -W "--json --no-qr --local" -- "$cur"))
-            ;;
-        login)
-            COMPREPLY=($(compgen -W "--url --ca-file" -- "$cur"))
-            ;;
-        whoami)
-            COMPREPLY=($(compgen -W "--json" -- "$cur"))
-            ;;
-        push)
-            if ((cword == 2)); then
-                COMPREPLY=($(compgen -W "test" -- "$cur"))
-            else
-                COMPREPLY=($(compgen -W "--json" -- "$cur"))
-            fi
-            ;;
-        agents)
-            if ((cword == 2)); then
-                COMPREPLY=($(compgen -W "list revoke" -- "$cur"))
-            elif [[ ${words[2]} == list ]]; then
-                COMPREPLY=($(compgen -W "--json" -- "$cur"))
-            fi
-            ;;
-        devices)
-            if ((cword == 2)); then
-                COMPREPLY=($(compgen -W "revoke --json" -- "$cur"))
-            fi
-            ;;
-        ask)
+        "doctor")
             case $prev in
+                --check)
+                    COMPREPLY=($(compgen -W "binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener public_url push config-reload agent-login coding-agents runs" -- "$cur"))
+                    return
+                    ;;
+            esac
+            COMPREPLY=($(compgen -W "--check --json" -- "$cur"))
+            ;;
+        "durable")
+            if ((cword == first)); then
+                COMPREPLY=($(compgen -W "attach detach list" -- "$cur"))
+                return
+            fi
+            ;;
+        "durable attach")
+            case $prev in
+                --ca-file)
+                    _filedir
+                    return
+                    ;;
                 --socket)
                     _filedir
                     return
                     ;;
+                --token-env)
+                    COMPREPLY=($(compgen -v -- "$cur"))
+                    return
+                    ;;
+                --url)
+                    :
+                    return
+                    ;;
+            esac
+            COMPREPLY=($(compgen -W "--ca-file --socket --token-env --url" -- "$cur"))
+            ;;
+        "durable detach")
+            COMPREPLY=($(compgen -W "$(_collie_agents)" -- "$cur"))
+            ;;
+        "durable list")
+            COMPREPLY=($(compgen -W "--json" -- "$cur"))
+            ;;
+        "show")
+            COMPREPLY=($(compgen -W "--json" -- "$cur"))
+            ;;
+        "ask")
+            case $prev in
                 --agent)
                     COMPREPLY=($(compgen -W "$(_collie_agents)" -- "$cur"))
+                    return
+                    ;;
+                --choice)
+                    :
+                    return
+                    ;;
+                --command)
+                    :
+                    return
+                    ;;
+                --form)
+                    :
                     return
                     ;;
                 --hook)
                     COMPREPLY=($(compgen -W "claude codex gemini opencode" -- "$cur"))
                     return
                     ;;
-                --choice | --form | --title | --rationale | --tool-call | --tool | --command | --timeout)
+                --rationale)
+                    :
+                    return
+                    ;;
+                --socket)
+                    _filedir
+                    return
+                    ;;
+                --timeout)
+                    :
+                    return
+                    ;;
+                --title)
+                    :
+                    return
+                    ;;
+                --tool)
+                    :
+                    return
+                    ;;
+                --tool-call)
+                    :
                     return
                     ;;
             esac
-            COMPREPLY=($(compgen -W "--yes-no --choice --line --form --title --rationale --tool-call --tool --command --timeout --json --agent --socket --hook" -- "$cur"))
+            COMPREPLY=($(compgen -W "--agent --choice --command --form --hook --json --line --rationale --socket --timeout --title --tool --tool-call --yes-no" -- "$cur"))
             ;;
-        run)
+        "run")
             case $prev in
                 --name)
+                    :
                     return
                     ;;
             esac
+            local i
+            for ((i = first; i < cword; i++)); do
+                if [[ ${words[i]} == -- ]]; then
+                    _command_offset $((i + 1))
+                    return
+                fi
+            done
             COMPREPLY=($(compgen -W "--name --no-systemd --sandbox" -- "$cur"))
             ;;
-        setup)
+        "setup")
             case $prev in
                 --project)
                     _filedir -d
                     return
                     ;;
                 --timeout)
+                    :
                     return
                     ;;
             esac
-            COMPREPLY=($(compgen -W "claude codex gemini opencode --project --dry-run --timeout --no-hook --no-mcp" -- "$cur"))
+            COMPREPLY=($(compgen -W "claude codex gemini opencode --dry-run --no-hook --no-mcp --project --timeout" -- "$cur"))
             ;;
-        mcp)
+        "mcp")
             case $prev in
-                --socket)
-                    _filedir
-                    return
-                    ;;
                 --agent)
                     COMPREPLY=($(compgen -W "$(_collie_agents)" -- "$cur"))
                     return
                     ;;
+                --socket)
+                    _filedir
+                    return
+                    ;;
                 --timeout)
+                    :
                     return
                     ;;
             esac
             COMPREPLY=($(compgen -W "--agent --socket --timeout" -- "$cur"))
             ;;
-        audit)
+        "pair")
+            COMPREPLY=($(compgen -W "--json --local --no-qr" -- "$cur"))
+            ;;
+        "devices")
+            if ((cword == first)); then
+                COMPREPLY=($(compgen -W "revoke --json" -- "$cur"))
+                return
+            fi
+            COMPREPLY=($(compgen -W "--json" -- "$cur"))
+            ;;
+        "devices revoke")
+            ;;
+        "push")
+            if ((cword == first)); then
+                COMPREPLY=($(compgen -W "test" -- "$cur"))
+                return
+            fi
+            ;;
+        "push test")
+            COMPREPLY=($(compgen -W "--json" -- "$cur"))
+            ;;
+        "audit")
             case $prev in
-                --event)
-                    COMPREPLY=($(compgen -W "answer send abort action starter.start durable.reopen space.rename pane.close pane.rename tab.rename" -- "$cur"))
-                    return
-                    ;;
                 --agent)
                     COMPREPLY=($(compgen -W "$(_collie_agents)" -- "$cur"))
                     return
                     ;;
-                --device | --since)
+                --device)
+                    :
+                    return
+                    ;;
+                --event)
+                    COMPREPLY=($(compgen -W "answer send abort action starter.start durable.reopen space.rename pane.close pane.rename tab.rename push.subscribe push.unsubscribe" -- "$cur"))
+                    return
+                    ;;
+                --since)
+                    :
                     return
                     ;;
             esac
-            if ((cword == 2)); then
-                COMPREPLY=($(compgen -W "verify --agent --device --event --since --json" -- "$cur"))
-            elif [[ ${words[2]} == verify ]]; then
-                COMPREPLY=($(compgen -W "--json" -- "$cur"))
-                _filedir
-            else
-                COMPREPLY=($(compgen -W "--agent --device --event --since --json" -- "$cur"))
-            fi
-            ;;
-        durable)
-            if ((cword == 2)); then
-                COMPREPLY=($(compgen -W "attach detach list" -- "$cur"))
+            if ((cword == first)); then
+                COMPREPLY=($(compgen -W "verify --agent --device --event --json --since" -- "$cur"))
                 return
             fi
-            case ${words[2]} in
-                attach)
-                    COMPREPLY=($(compgen -W "--socket --url --token-env --ca-file" -- "$cur"))
+            COMPREPLY=($(compgen -W "--agent --device --event --json --since" -- "$cur"))
+            ;;
+        "audit verify")
+            COMPREPLY=($(compgen -W "--json" -- "$cur"))
+            _filedir
+            ;;
+        "login")
+            case $prev in
+                --ca-file)
+                    _filedir
+                    return
                     ;;
-                detach)
-                    COMPREPLY=($(compgen -W "$(_collie_agents)" -- "$cur"))
-                    ;;
-                list)
-                    COMPREPLY=($(compgen -W "--json" -- "$cur"))
+                --url)
+                    :
+                    return
                     ;;
             esac
+            COMPREPLY=($(compgen -W "--ca-file --url" -- "$cur"))
+            ;;
+        "logout")
+            ;;
+        "whoami")
+            COMPREPLY=($(compgen -W "--json" -- "$cur"))
+            ;;
+        "agents")
+            if ((cword == first)); then
+                COMPREPLY=($(compgen -W "list revoke" -- "$cur"))
+                return
+            fi
+            ;;
+        "agents list")
+            COMPREPLY=($(compgen -W "--json" -- "$cur"))
+            ;;
+        "agents revoke")
+            ;;
+        "version")
+            ;;
+        "help")
             ;;
     esac
 } &&

@@ -1,80 +1,131 @@
 # fish completion for collie(1)
+# Generated from collie's command table: make completions. Do not edit.
 
 function __collie_agents
     set -l f (set -q XDG_CONFIG_HOME; and echo $XDG_CONFIG_HOME; or echo $HOME/.config)/collie/sources.json
     test -r $f; and sed -n 's/^ *"name": *"\([^"]*\)".*/\1/p' $f
 end
 
-set -l commands daemon demo doctor durable show ask run setup mcp pair devices push audit login logout whoami agents version help
+# __collie_is CMD: the command line so far runs collie CMD (one word or two).
+function __collie_is
+    set -l w (commandline -opc)
+    set -e w[1]
+    set -l args
+    for a in $w
+        string match -q -- '-*' $a; or set -a args $a
+    end
+    test (count $argv) -le (count $args); or return 1
+    for i in (seq (count $argv))
+        test "$argv[$i]" = "$args[$i]"; or return 1
+    end
+    # collie devices is not collie devices revoke
+    test (count $argv) -eq 1; and contains -- "$argv[1] $args[2]" $__collie_twos; and return 1
+    return 0
+end
+
+set -g __collie_twos 'durable attach' 'durable detach' 'durable list' 'devices revoke' 'push test' 'audit verify' 'agents list' 'agents revoke'
 complete -c collie -f
-complete -c collie -n "not __fish_seen_subcommand_from $commands" -a daemon -d 'Run the bridge in the foreground'
-complete -c collie -n "not __fish_seen_subcommand_from $commands" -a demo -d 'Run the bridge with a demo agent'
-complete -c collie -n "not __fish_seen_subcommand_from $commands" -a doctor -d 'Check the installation'
-complete -c collie -n "not __fish_seen_subcommand_from $commands" -a durable -d 'Attach, detach or list durable agents'
-complete -c collie -n "not __fish_seen_subcommand_from $commands" -a show -d 'Show what the bridge holds'
-complete -c collie -n "not __fish_seen_subcommand_from $commands" -a ask -d 'Ask the user through a durable agent'
-complete -c collie -n "not __fish_seen_subcommand_from $commands" -a setup -d 'Make a coding agent ask your phone before its tools run'
-complete -c collie -n "not __fish_seen_subcommand_from $commands" -a mcp -d 'An MCP server on stdio that asks the user'
-complete -c collie -n "not __fish_seen_subcommand_from $commands" -a pair -d 'Pair a phone or browser'
-complete -c collie -n "not __fish_seen_subcommand_from $commands" -a devices -d 'List or revoke paired devices'
-complete -c collie -n "not __fish_seen_subcommand_from $commands" -a push -d 'Send a test push'
-complete -c collie -n "not __fish_seen_subcommand_from $commands" -a audit -d 'Show or verify the audit log'
-complete -c collie -n "not __fish_seen_subcommand_from $commands" -a login -d 'Log an agent in to the bridge (agent environment)'
-complete -c collie -n "not __fish_seen_subcommand_from $commands" -a logout -d 'Log an agent out (agent environment)'
-complete -c collie -n "not __fish_seen_subcommand_from $commands" -a whoami -d 'Say who collie runs as'
-complete -c collie -n "not __fish_seen_subcommand_from $commands" -a agents -d 'List or revoke agent platform sessions'
-complete -c collie -n "not __fish_seen_subcommand_from $commands" -a version -d 'Print the version'
-complete -c collie -n "not __fish_seen_subcommand_from $commands" -a help -d 'Print the usage'
+complete -c collie -n "not __fish_seen_subcommand_from daemon demo doctor durable show ask run setup mcp pair devices push audit login logout whoami agents version help" -a daemon -d 'run the bridge in the foreground (what collie.service runs)'
+complete -c collie -n "not __fish_seen_subcommand_from daemon demo doctor durable show ask run setup mcp pair devices push audit login logout whoami agents version help" -a demo -d 'run the bridge with a demo durable agent, in a throwaway folder'
+complete -c collie -n "not __fish_seen_subcommand_from daemon demo doctor durable show ask run setup mcp pair devices push audit login logout whoami agents version help" -a doctor -d 'check the installation; prints the fix for every row that is not ok'
+complete -c collie -n "not __fish_seen_subcommand_from daemon demo doctor durable show ask run setup mcp pair devices push audit login logout whoami agents version help" -a durable -d 'commands: attach, detach, list'
+complete -c collie -n "not __fish_seen_subcommand_from daemon demo doctor durable show ask run setup mcp pair devices push audit login logout whoami agents version help" -a show -d 'show what the bridge holds: conversations, items, open questions'
+complete -c collie -n "not __fish_seen_subcommand_from daemon demo doctor durable show ask run setup mcp pair devices push audit login logout whoami agents version help" -a ask -d 'ask the user through a durable agent and wait for the answer (collie ask --help)'
+complete -c collie -n "not __fish_seen_subcommand_from daemon demo doctor durable show ask run setup mcp pair devices push audit login logout whoami agents version help" -a run -d 'run a command (a coding agent) as the child of a durable agent of its own, so its tools cannot answer its questions'
+complete -c collie -n "not __fish_seen_subcommand_from daemon demo doctor durable show ask run setup mcp pair devices push audit login logout whoami agents version help" -a setup -d 'make a coding agent ask your phone before its tools run (its hook, fail-closed) and let its model ask you (collie mcp)'
+complete -c collie -n "not __fish_seen_subcommand_from daemon demo doctor durable show ask run setup mcp pair devices push audit login logout whoami agents version help" -a mcp -d 'an MCP server on stdio: any MCP client asks the user through a durable agent'
+complete -c collie -n "not __fish_seen_subcommand_from daemon demo doctor durable show ask run setup mcp pair devices push audit login logout whoami agents version help" -a pair -d 'pair a phone or browser: a single-use URL, QR code and check code'
+complete -c collie -n "not __fish_seen_subcommand_from daemon demo doctor durable show ask run setup mcp pair devices push audit login logout whoami agents version help" -a devices -d 'list paired devices'
+complete -c collie -n "not __fish_seen_subcommand_from daemon demo doctor durable show ask run setup mcp pair devices push audit login logout whoami agents version help" -a push -d 'commands: test'
+complete -c collie -n "not __fish_seen_subcommand_from daemon demo doctor durable show ask run setup mcp pair devices push audit login logout whoami agents version help" -a audit -d 'show the audit log of device writes'
+complete -c collie -n "not __fish_seen_subcommand_from daemon demo doctor durable show ask run setup mcp pair devices push audit login logout whoami agents version help" -a login -d 'in an agent environment: log this agent in to the bridge at BASE (agent login)'
+complete -c collie -n "not __fish_seen_subcommand_from daemon demo doctor durable show ask run setup mcp pair devices push audit login logout whoami agents version help" -a logout -d 'in an agent environment: remove this agent\'s session and have the bridge revoke it'
+complete -c collie -n "not __fish_seen_subcommand_from daemon demo doctor durable show ask run setup mcp pair devices push audit login logout whoami agents version help" -a whoami -d 'say who collie runs as: human, or the agent and its session\'s expiries (no network)'
+complete -c collie -n "not __fish_seen_subcommand_from daemon demo doctor durable show ask run setup mcp pair devices push audit login logout whoami agents version help" -a agents -d 'commands: list, revoke'
+complete -c collie -n "not __fish_seen_subcommand_from daemon demo doctor durable show ask run setup mcp pair devices push audit login logout whoami agents version help" -a version -d 'print the version'
+complete -c collie -n "not __fish_seen_subcommand_from daemon demo doctor durable show ask run setup mcp pair devices push audit login logout whoami agents version help" -a help -d 'print this list of commands'
 
-complete -c collie -n '__fish_seen_subcommand_from daemon' -l debug -d 'Log debug lines too'
-complete -c collie -n '__fish_seen_subcommand_from doctor show list pair devices audit whoami push' -l json -d 'Print JSON'
-complete -c collie -n '__fish_seen_subcommand_from login' -l url -x -d "The bridge's address"
-complete -c collie -n '__fish_seen_subcommand_from login' -l ca-file -r -F -d "The bridge's certificate"
-complete -c collie -n '__fish_seen_subcommand_from audit; and not __fish_seen_subcommand_from verify' -a verify -d 'Check the hash chain'
-complete -c collie -n '__fish_seen_subcommand_from audit' -l agent -x -a '(__collie_agents)' -d 'Only this agent'
-complete -c collie -n '__fish_seen_subcommand_from audit' -l device -x -d 'Only this device'
-complete -c collie -n '__fish_seen_subcommand_from audit' -l event -x -a 'answer send abort action starter.start durable.reopen space.rename pane.close pane.rename tab.rename' -d 'Only this event'
-complete -c collie -n '__fish_seen_subcommand_from audit' -l since -x -d 'Only lines this recent (90m, 24h, 7d)'
-complete -c collie -n '__fish_seen_subcommand_from verify' -F
-complete -c collie -n '__fish_seen_subcommand_from ask' -l yes-no -d 'A yes/no question'
-complete -c collie -n '__fish_seen_subcommand_from ask' -l choice -x -d 'One option of a single-choice question'
-complete -c collie -n '__fish_seen_subcommand_from ask' -l line -d 'One line of text'
-complete -c collie -n '__fish_seen_subcommand_from ask' -l form -x -d 'One field of a short form (ID=LABEL)'
-complete -c collie -n '__fish_seen_subcommand_from ask' -l title -x -d 'The question'
-complete -c collie -n '__fish_seen_subcommand_from ask' -l rationale -x -d 'Why it is asked'
-complete -c collie -n '__fish_seen_subcommand_from ask' -l tool-call -x -d 'Asking again with the same key returns the first decision'
-complete -c collie -n '__fish_seen_subcommand_from ask' -l tool -x -d 'The tool the question gates'
-complete -c collie -n '__fish_seen_subcommand_from ask' -l command -x -d "The tool's command"
-complete -c collie -n '__fish_seen_subcommand_from ask' -l timeout -x -d 'Deny by default after this long'
-complete -c collie -n '__fish_seen_subcommand_from ask' -l json -d 'Print the decision as JSON'
-complete -c collie -n '__fish_seen_subcommand_from ask' -l agent -x -d 'Ask through collie-agent@NAME'
-complete -c collie -n '__fish_seen_subcommand_from ask' -l socket -r -F -d 'Ask through the agent listening here'
-complete -c collie -n '__fish_seen_subcommand_from ask' -l hook -x -a claude -d "Read a hook's JSON on stdin"
-complete -c collie -n '__fish_seen_subcommand_from run' -l name -x -d "The run's agent name"
-complete -c collie -n '__fish_seen_subcommand_from run' -l no-systemd -d 'No scope from the user manager'
-complete -c collie -n '__fish_seen_subcommand_from run' -l sandbox -d 'Run the command under bubblewrap'
-complete -c collie -n '__fish_seen_subcommand_from ask' -l hook -x -a 'claude codex gemini opencode' -d "Read a hook's JSON on stdin"
-complete -c collie -n '__fish_seen_subcommand_from setup' -a 'claude codex gemini opencode' -d 'Coding agent'
-complete -c collie -n '__fish_seen_subcommand_from setup' -l project -r -a '(__fish_complete_directories)' -d 'Write the project settings in this folder'
-complete -c collie -n '__fish_seen_subcommand_from setup' -l dry-run -d 'Print the change and write nothing'
-complete -c collie -n '__fish_seen_subcommand_from setup' -l no-hook -d 'Leave the hook out'
-complete -c collie -n '__fish_seen_subcommand_from setup' -l no-mcp -d 'Leave the MCP server out'
-complete -c collie -n '__fish_seen_subcommand_from setup' -l timeout -x -d 'How long a question waits'
-complete -c collie -n '__fish_seen_subcommand_from mcp' -l agent -x -d 'Ask through collie-agent@NAME'
-complete -c collie -n '__fish_seen_subcommand_from mcp' -l socket -r -F -d 'Ask through the agent listening here'
-complete -c collie -n '__fish_seen_subcommand_from mcp' -l timeout -x -d 'Deny by default after this long'
-complete -c collie -n '__fish_seen_subcommand_from pair' -l no-qr -d 'Do not draw the QR code'
-complete -c collie -n '__fish_seen_subcommand_from pair' -l local -d 'Show a link only this machine can open'
-complete -c collie -n '__fish_seen_subcommand_from devices; and not __fish_seen_subcommand_from revoke' -a revoke -d 'Cut a device off at once'
-complete -c collie -n '__fish_seen_subcommand_from agents; and not __fish_seen_subcommand_from list revoke' -a 'list revoke' -d 'List the sessions, or revoke one'
-complete -c collie -n '__fish_seen_subcommand_from push; and not __fish_seen_subcommand_from test' -a test -d 'Send one test push through the guard and every provider'
-complete -c collie -n '__fish_seen_subcommand_from doctor' -l check -x -d 'Run only one check' \
-    -a 'binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener public_url push config-reload agent-login coding-agents runs'
+complete -c collie -n '__collie_is daemon' -l debug -d 'log debug lines too'
 
-set -l durable_subs attach detach list
-complete -c collie -n "__fish_seen_subcommand_from durable; and not __fish_seen_subcommand_from $durable_subs" -a "$durable_subs"
-complete -c collie -n '__fish_seen_subcommand_from attach' -l socket -r -F -d "The agent's Unix socket"
-complete -c collie -n '__fish_seen_subcommand_from attach' -l url -x -d "The agent's HTTPS URL"
-complete -c collie -n '__fish_seen_subcommand_from attach' -l token-env -x -a '(set -n)' -d 'The variable that holds the token'
-complete -c collie -n '__fish_seen_subcommand_from attach' -l ca-file -r -F -d 'A PEM file of a private CA'
-complete -c collie -n '__fish_seen_subcommand_from detach' -a '(__collie_agents)' -d 'Attached agent'
+
+complete -c collie -n '__collie_is doctor' -l check -x -a 'binary config sources durable-socket agent-config desk state-dir audit-log units linger journald daemon device-listener public_url push config-reload agent-login coding-agents runs' -d 'run only the check NAME'
+complete -c collie -n '__collie_is doctor' -l json -d 'print JSON'
+
+complete -c collie -n '__collie_is durable' -a 'attach detach list'
+
+complete -c collie -n '__collie_is durable attach' -l ca-file -r -F -d 'a PEM file of a private CA to trust for --url'
+complete -c collie -n '__collie_is durable attach' -l socket -r -F -d 'the agent\'s Unix socket path'
+complete -c collie -n '__collie_is durable attach' -l token-env -x -a '(set -n)' -d 'the environment variable VAR that holds the token'
+complete -c collie -n '__collie_is durable attach' -l url -x -d 'the agent\'s URL'
+
+complete -c collie -n '__collie_is durable detach' -a '(__collie_agents)'
+
+complete -c collie -n '__collie_is durable list' -l json -d 'print JSON'
+
+complete -c collie -n '__collie_is show' -l json -d 'print JSON'
+
+complete -c collie -n '__collie_is ask' -l agent -x -a '(__collie_agents)' -d 'ask through collie-agent@NAME'
+complete -c collie -n '__collie_is ask' -l choice -x -d 'kind: one option LABEL of a single-choice question'
+complete -c collie -n '__collie_is ask' -l command -x -d 'the tool\'s command CMD, for "always allow"'
+complete -c collie -n '__collie_is ask' -l form -x -d 'kind: one field ID=LABEL of a short form'
+complete -c collie -n '__collie_is ask' -l hook -x -a 'claude codex gemini opencode' -d 'be CLIENT\'s tool hook'
+complete -c collie -n '__collie_is ask' -l json -d 'print the decision as JSON'
+complete -c collie -n '__collie_is ask' -l line -d 'kind: one line of text'
+complete -c collie -n '__collie_is ask' -l rationale -x -d 'why it is asked, as TEXT'
+complete -c collie -n '__collie_is ask' -l socket -r -F -d 'ask through the agent listening at PATH'
+complete -c collie -n '__collie_is ask' -l timeout -x -d 'deny by default after DURATION'
+complete -c collie -n '__collie_is ask' -l title -x -d 'the question TEXT'
+complete -c collie -n '__collie_is ask' -l tool -x -d 'the tool NAME the question gates, for "always allow"'
+complete -c collie -n '__collie_is ask' -l tool-call -x -d 'asking again with the same KEY returns the first decision'
+complete -c collie -n '__collie_is ask' -l yes-no -d 'kind: a yes/no question'
+
+complete -c collie -n '__collie_is run' -l name -x -d 'the run\'s agent NAME, its socket $XDG_RUNTIME_DIR/desk/NAME.sock'
+complete -c collie -n '__collie_is run' -l no-systemd -d 'do not ask the user manager for a scope: use a child cgroup where the cgroup tree is writable, else the process family'
+complete -c collie -n '__collie_is run' -l sandbox -d 'run the command under bubblewrap with $XDG_RUNTIME_DIR emptied but for the run\'s socket: its tools cannot reach the user manager, other agents or the bridge\'s control socket'
+complete -c collie -n '__collie_is run' -F
+
+complete -c collie -n '__collie_is setup' -l dry-run -d 'print the change and write nothing'
+complete -c collie -n '__collie_is setup' -l no-hook -d 'leave the hook out: tools run without asking your phone first'
+complete -c collie -n '__collie_is setup' -l no-mcp -d 'leave the MCP server out: the model cannot ask you a question itself'
+complete -c collie -n '__collie_is setup' -l project -r -a '(__fish_complete_directories)' -d 'write the project\'s settings in DIR instead of your own'
+complete -c collie -n '__collie_is setup' -l timeout -x -d 'how long a question waits for your answer before the tool is denied'
+complete -c collie -n '__collie_is setup' -a 'claude codex gemini opencode'
+
+complete -c collie -n '__collie_is mcp' -l agent -x -a '(__collie_agents)' -d 'ask through collie-agent@NAME'
+complete -c collie -n '__collie_is mcp' -l socket -r -F -d 'ask through the durable agent listening at PATH'
+complete -c collie -n '__collie_is mcp' -l timeout -x -d 'deny a question by default after DURATION when the call gives no timeout'
+
+complete -c collie -n '__collie_is pair' -l json -d 'print JSON'
+complete -c collie -n '__collie_is pair' -l local -d 'show a link that only a browser on this machine can open'
+complete -c collie -n '__collie_is pair' -l no-qr -d 'do not draw the QR code'
+
+complete -c collie -n '__collie_is devices' -l json -d 'print JSON'
+complete -c collie -n '__collie_is devices' -a 'revoke'
+
+
+complete -c collie -n '__collie_is push' -a 'test'
+
+complete -c collie -n '__collie_is push test' -l json -d 'print JSON'
+
+complete -c collie -n '__collie_is audit' -l agent -x -a '(__collie_agents)' -d 'show only the lines of the durable agent NAME'
+complete -c collie -n '__collie_is audit' -l device -x -d 'show only the lines of the device ID'
+complete -c collie -n '__collie_is audit' -l event -x -a 'answer send abort action starter.start durable.reopen space.rename pane.close pane.rename tab.rename push.subscribe push.unsubscribe' -d 'show only the event E'
+complete -c collie -n '__collie_is audit' -l json -d 'print the lines as they are in the log, one JSON object a line'
+complete -c collie -n '__collie_is audit' -l since -x -d 'show only lines from DUR ago'
+complete -c collie -n '__collie_is audit' -a 'verify'
+
+complete -c collie -n '__collie_is audit verify' -l json -d 'print the report as JSON'
+complete -c collie -n '__collie_is audit verify' -F
+
+complete -c collie -n '__collie_is login' -l ca-file -r -F -d 'a PEM file with the bridge\'s certificate'
+complete -c collie -n '__collie_is login' -l url -x -d 'the bridge\'s address: https://HOST[:PORT], or http://127.0.0.1:PORT'
+
+
+complete -c collie -n '__collie_is whoami' -l json -d 'print it as JSON'
+
+complete -c collie -n '__collie_is agents' -a 'list revoke'
+
+complete -c collie -n '__collie_is agents list' -l json -d 'print JSON'
+
+
+

@@ -31,46 +31,29 @@ import (
 	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
-// Exit codes of `collie ask`, for scripts to branch on.
+// Exit codes of `collie ask`, for scripts to branch on: those of the one
+// exit table (cli.ExitCode), by the names ask gives them.
 const (
-	ExitYes       = 0 // answered: "yes", or any answer to a choice, line or form
-	ExitNo        = 1 // answered "no"
-	ExitUsage     = 2 // a mistake on the command line
-	ExitTimedOut  = 3 // no answer before --timeout: denied by default
-	ExitWithdrawn = 4 // withdrawn from a device, or its conversation closed
-	ExitError     = 5 // could not ask: the agent unreachable, or it refused
+	ExitYes       = cli.ExitOK        // answered: "yes", or any answer to a choice, line or form
+	ExitNo        = cli.ExitFailed    // answered "no"
+	ExitUsage     = cli.ExitUsage     // a mistake on the command line
+	ExitTimedOut  = cli.ExitTimedOut  // no answer before --timeout: denied by default
+	ExitWithdrawn = cli.ExitWithdrawn // withdrawn from a device, or its conversation closed
+	ExitError     = cli.ExitUnasked   // could not ask: the agent unreachable, or it refused
 )
 
-// Usage is the help text; prog is "collie ask" or "collie-agent ask".
-func usage(prog string) string {
-	return fmt.Sprintf(`Usage: %[1]s KIND [OPTIONS] [TITLE]
-       %[1]s --hook claude|codex|gemini|opencode [--agent NAME | --socket PATH] [--timeout DURATION]
-
-Ask the user a question on their paired device and wait for the answer.
-
-Kinds (exactly one):
-  --yes-no                  a yes/no question
-  --choice LABEL            one option of a single-choice question (repeat, 2 to 32)
-  --line                    one line of text
-  --form ID=LABEL           one field of a short form (repeat, 1 to 32)
-
-Options:
-  --title TEXT              the question (or give it as the last argument)
-  --rationale TEXT          why it is asked (past 2048 bytes, its head and tail are shown)
-  --tool-call KEY           asking again with the same KEY returns the first decision (one push per tool call)
-  --tool NAME               the tool the question gates, for "always allow"
-  --command CMD             the tool's command, for "always allow"
-  --timeout DURATION        deny by default after DURATION (such as 30s, 10m); default: wait
-  --json                    print the decision as JSON
-  --agent NAME              ask through collie-agent@NAME (default: $COLLIE_AGENT, or the only agent)
-  --socket PATH             ask through the agent listening at PATH
-  --hook CLIENT             be CLIENT's tool hook (claude, codex, gemini, opencode): read its hook
-                            input on stdin, print its decision; deny on any failure
-  -h, --help                show this help
+// writeUsage writes the command's help, generated from its FlagSet as
+// every other command's is (cli.WriteUsage); prog is "collie ask" or
+// "collie-agent ask".
+func writeUsage(w io.Writer, prog string, fs *flag.FlagSet) {
+	cli.WriteUsage(w, []string{
+		prog + " KIND [OPTIONS] [TITLE]",
+		prog + " --hook " + strings.ReplaceAll(hookNames(), ", ", "|") + " [--agent NAME | --socket PATH] [--timeout DURATION]",
+	}, `Ask the user a question on their paired device and wait for the answer.
+KIND is exactly one of --yes-no, --choice (repeated), --line or --form (repeated).
 
 Exit status: 0 yes (or answered), 1 no, 2 usage, 3 timed out (denied),
-4 withdrawn, 5 could not ask. See collie-agent(1).
-`, prog)
+4 withdrawn, 5 could not ask. See collie-agent(1).`, fs)
 }
 
 type multi []string
@@ -78,60 +61,22 @@ type multi []string
 func (m *multi) String() string     { return strings.Join(*m, ",") }
 func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 
-// The decisions other than yes (or an answer), as Run returns them. What
-// they mean was printed already, on stdout or stderr, so main prints
-// nothing more; it maps each to its exit status (ExitNo, ExitTimedOut,
-// ExitWithdrawn), as it maps Unasked to ExitError and a
-// cli.UsageError to ExitUsage.
+// The decisions other than yes (or an answer), as Run returns them: the
+// CLI core's kinds, said already, with the statuses of its exit table.
 var (
-	ErrNo        = errors.New("answered no")
-	ErrTimedOut  = errors.New("no answer in time; denied by default")
-	ErrWithdrawn = errors.New("the question was withdrawn")
+	ErrNo        = cli.ErrNo
+	ErrTimedOut  = cli.ErrTimedOut
+	ErrWithdrawn = cli.ErrWithdrawn
 )
-
-// ExitOf maps what Run and Grants return to ask's own exit statuses
-// (ExitNo, ExitTimedOut, ExitWithdrawn, ExitError); ok is false for any
-// other error, whose status the binary decides.
-func ExitOf(err error) (code int, ok bool) {
-	var unasked *Unasked
-	var he HookExit
-	switch {
-	case errors.As(err, &he):
-		return int(he), true
-	case errors.Is(err, ErrNo):
-		return ExitNo, true
-	case errors.Is(err, ErrTimedOut):
-		return ExitTimedOut, true
-	case errors.Is(err, ErrWithdrawn):
-		return ExitWithdrawn, true
-	case errors.As(err, &unasked):
-		return ExitError, true
-	}
-	return 0, false
-}
-
-// Said reports whether Run said err already, so the binary prints nothing
-// more: the decisions other than yes.
-func Said(err error) bool {
-	var he HookExit
-	return errors.As(err, &he) || errors.Is(err, ErrNo) || errors.Is(err, ErrTimedOut) || errors.Is(err, ErrWithdrawn)
-}
 
 // HookExit is a hook's decision said already on stdout and stderr, with
 // the exit status its client reads as that decision (Gemini CLI and Codex
 // block on 2).
-type HookExit int
-
-func (h HookExit) Error() string { return fmt.Sprintf("hook decision (exit status %d)", int(h)) }
+type HookExit = cli.Status
 
 // Unasked is what kept the question from being asked, or its answer from
 // coming back: the agent could not be found or reached, or it refused.
-type Unasked struct{ Err error }
-
-func (u *Unasked) Error() string { return u.Err.Error() }
-
-// Unwrap returns the reason.
-func (u *Unasked) Unwrap() error { return u.Err }
+type Unasked = cli.Unasked
 
 // Run runs the ask command with args. Every flag and argument is checked
 // before the agent's socket is looked for, so a mistake on the command
@@ -144,25 +89,25 @@ func Run(ctx context.Context, args []string, e Env) error {
 		title, rationale, key, tool, command, socket, agent, hk string
 		timeout                                                 time.Duration
 	)
-	fs.BoolVar(&yesNo, "yes-no", false, "")
-	fs.BoolVar(&line, "line", false, "")
-	fs.Var(&choices, "choice", "")
-	fs.Var(&fields, "form", "")
-	fs.StringVar(&title, "title", "", "")
-	fs.StringVar(&rationale, "rationale", "", "")
-	fs.StringVar(&key, "tool-call", "", "")
-	fs.StringVar(&tool, "tool", "", "")
-	fs.StringVar(&command, "command", "", "")
-	fs.DurationVar(&timeout, "timeout", 0, "")
-	fs.BoolVar(&asJSON, "json", false, "")
-	fs.StringVar(&socket, "socket", "", "")
-	fs.StringVar(&agent, "agent", "", "")
-	fs.StringVar(&hk, "hook", "", "")
+	fs.BoolVar(&yesNo, "yes-no", false, "kind: a yes/no question")
+	fs.BoolVar(&line, "line", false, "kind: one line of text")
+	fs.Var(&choices, "choice", "kind: one option `LABEL` of a single-choice question (repeat, 2 to 32)")
+	fs.Var(&fields, "form", "kind: one field `ID=LABEL` of a short form (repeat, 1 to 32)")
+	fs.StringVar(&title, "title", "", "the question `TEXT` (or give it as the last argument)")
+	fs.StringVar(&rationale, "rationale", "", "why it is asked, as `TEXT` (past 2048 bytes, its head and tail are shown)")
+	fs.StringVar(&key, "tool-call", "", "asking again with the same `KEY` returns the first decision (one push per tool call)")
+	fs.StringVar(&tool, "tool", "", "the tool `NAME` the question gates, for \"always allow\"")
+	fs.StringVar(&command, "command", "", "the tool's command `CMD`, for \"always allow\"")
+	fs.DurationVar(&timeout, "timeout", 0, "deny by default after `DURATION` (such as 30s, 10m); default: wait")
+	fs.BoolVar(&asJSON, "json", false, "print the decision as JSON")
+	fs.StringVar(&socket, "socket", "", "ask through the agent listening at `PATH`")
+	fs.StringVar(&agent, "agent", "", "ask through collie-agent@`NAME` (default: $COLLIE_AGENT, or the only agent)")
+	fs.StringVar(&hk, "hook", "", "be `CLIENT`'s tool hook ("+hookNames()+"): read its hook input on stdin, print its decision; deny on any failure")
 	see := "see " + e.Prog + " --help"
 	usageErr := func(format string, a ...any) error {
 		return &cli.UsageError{Err: hint.Errorf(see, format, a...)}
 	}
-	rest, err := cli.Parse(fs, args, func() { fmt.Fprint(e.Stdout, usage(e.Prog)) })
+	rest, err := cli.Parse(fs, args, func() { writeUsage(e.Stdout, e.Prog, fs) })
 	if err != nil {
 		if cli.IsUsage(err) {
 			return &cli.UsageError{Err: hint.Wrap(errors.Unwrap(err), see)}

@@ -12,39 +12,13 @@ import (
 	"github.com/collie-linux/collie/internal/cli"
 )
 
-// Main runs Run as collie's and collie-agent's mains do (see exitCode in
-// cmd/collie/main.go): the error printed for the user unless it is a
-// decision already shown, and its exit status. The tests use it to see
-// what a script sees.
+// Main runs Run as collie's and collie-agent's mains do, through the CLI
+// core (cli.Program.Main): the error said for the user unless it is a
+// decision already shown, and its exit status from the one table. The
+// tests use it to see what a script sees.
 func Main(ctx context.Context, args []string, e Env) int {
-	err := Run(ctx, args, e)
-	code := exitCode(err)
-	if err != nil && !Said(err) && code != ExitNo && code != ExitTimedOut && code != ExitWithdrawn && !errors.Is(err, flag.ErrHelp) {
-		cli.WriteError(e.Stderr, e.Prog, err, code, false)
-	}
-	return code
-}
-
-func exitCode(err error) int {
-	var u *Unasked
-	var he HookExit
-	switch {
-	case errors.As(err, &he):
-		return int(he)
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return ExitYes
-	case errors.Is(err, ErrNo):
-		return ExitNo
-	case cli.IsUsage(err):
-		return ExitUsage
-	case errors.Is(err, ErrTimedOut):
-		return ExitTimedOut
-	case errors.Is(err, ErrWithdrawn):
-		return ExitWithdrawn
-	case errors.As(err, &u):
-		return ExitError
-	}
-	return ExitError
+	p := cli.Program{Name: e.Prog, Stderr: e.Stderr}
+	return p.Main(ctx, func(ctx context.Context) error { return Run(ctx, args, e) })
 }
 
 // TestFlagsBeforeSocket_D1: a mistake on the command line is exit status
@@ -108,6 +82,43 @@ func TestUsageNamesEveryFlag_L4(t *testing.T) {
 			}
 			if regexp.MustCompile(`(?m)^\s+-[a-gi-z]`).MatchString(out.String()) {
 				t.Errorf("%s %s shows a -flag:\n%s", cmd, h, out.String())
+			}
+		}
+	}
+}
+
+// TestHelpGenerated_L4: ask's and grants' help is generated from their
+// flags as every other command's is (cli.WriteUsage): a Flags section
+// with each flag once, in order, with what it does, then -h, --help.
+func TestHelpGenerated_L4(t *testing.T) {
+	flagsOf := map[string][]string{
+		"ask":    {"agent", "choice", "command", "form", "hook", "json", "line", "rationale", "socket", "timeout", "title", "tool", "tool-call", "yes-no"},
+		"grants": {"agent", "json", "name", "revoke", "revoke-all", "socket"},
+	}
+	for cmd, run := range map[string]func(context.Context, []string, Env) error{"ask": Run, "grants": Grants} {
+		var out bytes.Buffer
+		e := Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out, Getenv: func(string) string { return "" }, Prog: "collie " + cmd}
+		if err := run(context.Background(), []string{"--help"}, e); !errors.Is(err, flag.ErrHelp) {
+			t.Fatalf("%s --help: %v", cmd, err)
+		}
+		_, section, ok := strings.Cut(out.String(), "\nFlags:\n")
+		if !ok {
+			t.Errorf("%s --help has no Flags section:\n%s", cmd, out.String())
+			continue
+		}
+		lines := strings.Split(strings.TrimSuffix(section, "\n"), "\n")
+		want := append(flagsOf[cmd], "-h, --help")
+		if len(lines) != len(want) {
+			t.Errorf("%s --help lists %d flags; want %d:\n%s", cmd, len(lines), len(want), section)
+			continue
+		}
+		for i, l := range lines {
+			name := "--" + want[i]
+			if want[i] == "-h, --help" {
+				name = want[i]
+			}
+			if !regexp.MustCompile(`^  ` + regexp.QuoteMeta(name) + `( [A-Z=_]+)?\s{2,}\S`).MatchString(l) {
+				t.Errorf("%s --help line %d is %q; want %s and what it does", cmd, i, l, name)
 			}
 		}
 	}

@@ -18,7 +18,7 @@ import (
 // cancel is called. Each entry must still match (the list does not
 // outlive its code).
 var escapes = []struct{ file, fn, released string }{
-	{"cmd/collie-agent/main.go", "context", "returned to run, which defers it"},
+	{"cmd/collie-agent/serve.go", "context", "returned to run, which defers it"},
 	{"cmd/collie/daemon.go", "catchSignals", "in the stop function it returns, which cmdDaemon and cmdDemo defer"},
 	{"internal/agent/durable/durabletest/durabletest.go", "Serve", "the test's Cleanup calls it"},
 	{"internal/bridge/bridge.go", "add", "agent.cancel: detach calls it, and add itself when the agent is kept unread"},

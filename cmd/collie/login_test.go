@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,11 +20,7 @@ import (
 // three markers and nothing else: no HOME, XDG_*, COLLIE_TOKEN*,
 // COLLIE_AGENT*; a human's collie reads its own variables as before.
 func TestAgentCommandsReadOnlyMarkers_R4(t *testing.T) {
-	root := t.TempDir()
-	home, transport := filepath.Join(root, "slock"), filepath.Join(root, "transport")
-	os.Mkdir(home, 0o700)
-	os.Mkdir(transport, 0o700)
-	os.WriteFile(filepath.Join(transport, "raft"), []byte("#!/bin/sh\nexit 1\n"), 0o755)
+	home, transport := agentDirs(t, "#!/bin/sh\nexit 1\n")
 	complete := map[string]string{loginstore.MarkerTransportDir: transport, loginstore.MarkerHome: home, loginstore.MarkerAgentID: "a1"}
 	partial := map[string]string{loginstore.MarkerHome: home}
 	host := map[string]string{"HOME": "/h", "XDG_RUNTIME_DIR": "/r", "XDG_CONFIG_HOME": "/c", "XDG_STATE_HOME": "/s",
@@ -66,11 +63,7 @@ func TestAgentCommandsReadOnlyMarkers_R4(t *testing.T) {
 // the agent, service, bridge and expiries and no token; one whose refresh
 // token expired is shown and exits 1 with the login hint.
 func TestWhoami_R8(t *testing.T) {
-	root := t.TempDir()
-	home, transport := filepath.Join(root, "slock"), filepath.Join(root, "transport")
-	os.Mkdir(home, 0o700)
-	os.Mkdir(transport, 0o700)
-	os.WriteFile(filepath.Join(transport, "raft"), []byte("#!/bin/sh\n"), 0o755)
+	home, transport := agentDirs(t, "#!/bin/sh\n")
 	m := map[string]string{loginstore.MarkerTransportDir: transport, loginstore.MarkerHome: home, loginstore.MarkerAgentID: "agent-9"}
 	a := loginstore.Admit(func(k string) string { return m[k] })
 	past, future := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
@@ -105,4 +98,57 @@ func TestWhoami_R8(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAdmissionColumn_R3: the command table's who column is the one list
+// of what runs where: in an agent environment login, logout, whoami, ask,
+// version and help; in an incomplete one only whoami, ask, version and
+// help; every other command is the human's. A human's collie runs all.
+func TestAdmissionColumn_R3(t *testing.T) {
+	home, transport := agentDirs(t, "#!/bin/sh\n")
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+		want []string
+	}{
+		{"human", map[string]string{}, nil},
+		{"agent", map[string]string{loginstore.MarkerTransportDir: transport, loginstore.MarkerHome: home, loginstore.MarkerAgentID: "agent-9"},
+			[]string{"ask", "login", "logout", "whoami", "version", "help"}},
+		{"incomplete", map[string]string{loginstore.MarkerAgentID: "agent-9"}, []string{"ask", "whoami", "version", "help"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, c := range commands() {
+				e := &env{stdout: io.Discard, stderr: io.Discard, getenv: func(k string) string { return tt.env[k] }}
+				if err := e.admit(&c); err == nil {
+					got = append(got, c.name)
+				}
+			}
+			if tt.want == nil {
+				for _, c := range commands() {
+					tt.want = append(tt.want, c.name)
+				}
+			}
+			if strings.Join(got, " ") != strings.Join(tt.want, " ") {
+				t.Errorf("admitted %q; want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// agentDirs makes an agent platform's home and transport folders, the
+// transport with a raft wrapper of the script raft.
+func agentDirs(t *testing.T, raft string) (home, transport string) {
+	t.Helper()
+	root := t.TempDir()
+	home, transport = filepath.Join(root, "slock"), filepath.Join(root, "transport")
+	for _, d := range []string{home, transport} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(transport, "raft"), []byte(raft), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return home, transport
 }

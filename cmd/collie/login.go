@@ -12,18 +12,15 @@ import (
 	"github.com/collie-linux/collie/internal/login/loginstore"
 )
 
-// agentCommands are the commands collie runs in an agent environment
-// (R3): everything else is the human's, at the bridge.
-var agentCommands = map[string]bool{"login": true, "logout": true, "whoami": true, "ask": true, "version": true, "help": true}
-
 // admit decides, before any command runs, whose collie this is (R4): with
 // none of the agent markers set it is the human's, and runs as it always
-// did; in an agent environment only agentCommands run, and they see no
-// variable but the markers, so nothing of the host user's HOME, XDG
-// folders, config, sources, control socket or COLLIE_TOKEN* reaches them;
-// an incomplete agent environment runs nothing that authenticates (only
-// help, version and whoami, which says why).
-func (e *env) admit(name string) error {
+// did; in an agent environment only the commands the table marks agents
+// or anywhere run (R3), and they see no variable but the markers, so
+// nothing of the host user's HOME, XDG folders, config, sources, control
+// socket or COLLIE_TOKEN* reaches them; an incomplete agent environment
+// runs nothing that authenticates (only those marked anywhere: help,
+// version, whoami, which says why, and ask, which refuses itself).
+func (e *env) admit(c *command) error {
 	e.admission = loginstore.Admit(e.getenv)
 	switch e.admission.Kind {
 	case loginstore.Human:
@@ -37,17 +34,14 @@ func (e *env) admit(name string) error {
 			}
 			return ""
 		}
-		if !agentCommands[name] {
+		if c.who == human {
 			return hint.Errorf("run it on the bridge's host as its user; an agent asks through collie ask",
-				"collie %s is the human's command; in an agent environment collie runs only login, logout, whoami and ask", name)
+				"collie %s is the human's command; in an agent environment collie runs only login, logout, whoami and ask", c.name)
 		}
 		return nil
 	}
 	e.getenv = func(string) string { return "" }
-	switch name {
-	case "help", "version", "whoami":
-		return nil
-	case "ask": // refuses with the reason itself: exit 5, and its hook denies
+	if c.who == anywhere { // ask refuses with the reason itself: exit 5, and its hook denies
 		return nil
 	}
 	return failClosed(e.admission.Reason)
