@@ -1,23 +1,14 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/collie-linux/collie/internal/bridge/control"
-	"github.com/collie-linux/collie/internal/testkit/systemdtest"
 )
 
 // TestAgentLoginOffAndRelogin_R13: with agent login off on the bridge (no
@@ -26,31 +17,11 @@ import (
 // once it is on, three logins of one agent leave one live session, and
 // the agent's board goes when its session is revoked.
 func TestAgentLoginOffAndRelogin_R13(t *testing.T) {
-	bin := build(t)
-	um := systemdtest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	must := func(out string, err error) string {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		return out
-	}
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pubDER, _ := x509.MarshalPKIXPublicKey(pub)
-	privDER, _ := x509.MarshalPKCS8PrivateKey(priv)
-	keyFile := filepath.Join(um.Home, ".config/collie/platform.pub")
+	r := startBridge(t, 3*time.Minute, bridgeSetup{units: []string{"collie.service"}})
+	um, bin, ctx, must := r.um, r.bin, r.ctx, r.must
+	plat := newPlatform(t, um)
+	keyFile := plat.keyFile
 	cfg := filepath.Join(um.Home, ".config/collie/config.toml")
-	if err := um.MkdirAll(filepath.Dir(cfg)); err != nil {
-		t.Fatal(err)
-	}
-	if err := um.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	port := freePort(t)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	config := func(agents string) {
@@ -60,41 +31,12 @@ func TestAgentLoginOffAndRelogin_R13(t *testing.T) {
 		}
 	}
 	config("")
-	um.InstallUnit("collie.service", unit(t, "collie.service", bin))
 	must(um.Systemctl(ctx, "start", "collie.service"))
 
-	root := t.TempDir()
-	slock, transport := filepath.Join(root, "slock"), filepath.Join(root, "transport")
-	for _, d := range []string{slock, transport} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(transport, "raft"), "./testdata/raftdouble").CombinedOutput(); err != nil {
-		t.Fatalf("build the raft double: %v\n%s", err, out)
-	}
-	for name, content := range map[string]string{
-		"platform.key": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: privDER})),
-		"identity":     "srv-1\nAgent-7\napp-1\n",
-		"bridge.url":   base,
-	} {
-		if err := os.WriteFile(filepath.Join(transport, name), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	env := plat.agentEnv(t, base)
 	agent := func(args ...string) (string, int) {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, filepath.Join(bin, "collie"), args...)
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "SLOCK_CLI_TRANSPORT_DIR=" + transport, "SLOCK_HOME=" + slock, "SLOCK_AGENT_ID=Agent-7"}
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		if ee, ok := err.(*exec.ExitError); ok {
-			return out.String(), ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return out.String(), 0
+		return runIn(t, ctx, bin, env, args...)
 	}
 
 	// Agent login off: the bridge's sentence reaches the agent and its

@@ -1,15 +1,8 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -21,7 +14,6 @@ import (
 	"github.com/collie-linux/collie/internal/bridge/device"
 	"github.com/collie-linux/collie/internal/bridge/view"
 	"github.com/collie-linux/collie/internal/login/loginstore"
-	"github.com/collie-linux/collie/internal/testkit/systemdtest"
 )
 
 // TestAgentLoginEndToEnd_R13 is agent login with every part real but the
@@ -36,43 +28,22 @@ import (
 // session. No credential appears in any output, the journal, the audit
 // log or collie agents list (R6).
 func TestAgentLoginEndToEnd_R13(t *testing.T) {
-	bin := build(t)
-	um := systemdtest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	must := func(out string, err error) string {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		return out
-	}
+	r := startBridge(t, 3*time.Minute, bridgeSetup{units: []string{"collie.service"}})
+	um, bin, ctx, must := r.um, r.bin, r.ctx, r.must
 	human := func(args ...string) string {
 		t.Helper()
 		return must(um.Run(ctx, filepath.Join(bin, "collie"), args...))
 	}
 
 	// The platform's key: the bridge gets the public half.
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pubDER, _ := x509.MarshalPKIXPublicKey(pub)
-	privDER, _ := x509.MarshalPKCS8PrivateKey(priv)
-	keyFile := filepath.Join(um.Home, ".config/collie/platform.pub")
+	plat := newPlatform(t, um)
+	keyFile := plat.keyFile
 	cfg := filepath.Join(um.Home, ".config/collie/config.toml")
-	if err := um.MkdirAll(filepath.Dir(cfg)); err != nil {
-		t.Fatal(err)
-	}
-	if err := um.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	ntfy := newNtfy(t) // the push guard applies to an agent session's questions (D9)
 	if err := um.WriteFile(cfg, fmt.Appendf(nil, "[devices]\nlisten = \"127.0.0.1:%d\"\n\n[agents]\nplatform_key_file = %q\n\n[push]\ndesktop = false\nwebpush = false\n\n[push.ntfy]\nserver = %q\ntopic = \"collie-agent-login\"\n",
 		freePort(t), keyFile, ntfy.srv.URL), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	um.InstallUnit("collie.service", unit(t, "collie.service", bin))
 	must(um.Systemctl(ctx, "start", "collie.service"))
 
 	// A paired device, as the human has.
@@ -81,43 +52,13 @@ func TestAgentLoginEndToEnd_R13(t *testing.T) {
 
 	// The agent's environment: its home and the platform's transport
 	// folder with the raft double. Nothing of the human's HOME or XDG.
-	root := t.TempDir()
-	slock, transport := filepath.Join(root, "slock"), filepath.Join(root, "transport")
-	for _, d := range []string{slock, transport} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(transport, "raft"), "./testdata/raftdouble").CombinedOutput(); err != nil {
-		t.Fatalf("build the raft double: %v\n%s", err, out)
-	}
-	files := map[string]string{
-		"platform.key": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: privDER})),
-		"identity":     "srv-1\nAgent-7\napp-1\n",
-		"bridge.url":   base,
-	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(transport, name), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	agentEnv := []string{"PATH=/usr/bin:/bin", "SLOCK_CLI_TRANSPORT_DIR=" + transport, "SLOCK_HOME=" + slock, "SLOCK_AGENT_ID=Agent-7"}
+	agentEnv := plat.agentEnv(t, base)
 	var outputs []string
 	agent := func(args ...string) (string, int) {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, filepath.Join(bin, "collie"), args...)
-		cmd.Env = agentEnv
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		outputs = append(outputs, out.String())
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return out.String(), code
+		out, code := runIn(t, ctx, bin, agentEnv, args...)
+		outputs = append(outputs, out)
+		return out, code
 	}
 
 	if out, code := agent("login", "--url", base); code != 0 {

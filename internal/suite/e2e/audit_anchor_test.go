@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/collie-linux/collie/internal/bridge/control"
 	"github.com/collie-linux/collie/internal/bridge/device"
 	"github.com/collie-linux/collie/internal/linux/systemd/journald"
 	"github.com/collie-linux/collie/internal/testkit/systemdtest"
@@ -20,45 +18,9 @@ import (
 // log whose last record was then removed fails against the journal's
 // anchor, though its own chain is whole (A1).
 func TestAuditAnchorsInJournal(t *testing.T) {
-	bin := build(t)
-	um := systemdtest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	must := func(out string, err error) string {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		return out
-	}
-	for _, name := range []string{"collie-agent@.socket", "collie-agent@.service", "collie.service"} {
-		um.InstallUnit(name, unit(t, name, bin))
-	}
-	cfg := filepath.Join(um.Home, ".config/collie/config.toml")
-	if err := um.MkdirAll(filepath.Dir(cfg)); err != nil {
-		t.Fatal(err)
-	}
-	if err := um.WriteFile(cfg, []byte("[devices]\nlisten = \"127.0.0.1:0\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	must(um.Systemctl(ctx, "enable", "--now", "collie-agent@demo.socket"))
-	collie := func(args ...string) (string, error) {
-		return um.Run(ctx, filepath.Join(bin, "collie"), args...)
-	}
-	must(collie("durable", "attach", "demo", "--socket", um.RuntimeDir+"/desk/demo.sock"))
-	must(um.Systemctl(ctx, "start", "collie.service"))
-
-	var p control.Pairing
-	if err := json.Unmarshal([]byte(must(collie("pair", "--local", "--json"))), &p); err != nil {
-		t.Fatal(err)
-	}
-	base, secret, _ := strings.Cut(p.URL, "/#pair=")
-	dev := &client{t: t, base: base}
-	var paired device.PairReply
-	if status := dev.call("POST", "/api/v1/pair", `{"secret":"`+secret+`","name":"e2e phone"}`, map[string]string{device.WriteHeader: "1"}, &paired); status != 200 {
-		t.Fatalf("pair: %d", status)
-	}
-	dev.cred = paired.Credential
+	r := startBridge(t, 2*time.Minute, demoBridge())
+	um, ctx, must, collie := r.um, r.ctx, r.must, r.run
+	dev, _ := r.pair("e2e phone")
 	var st device.State
 	waitFor(t, loadGuard, "the demo question over the device API", func() bool {
 		dev.call("GET", "/api/v1/state", "", nil, &st)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -77,34 +76,10 @@ func (a *slowApp) Snapshot() *wire.Snapshot {
 // "pending". The first refusal of a kind is on disk at once, so the kill
 // cannot lose it (collie(1): a crash loses only repeats still counted).
 func TestKilledDaemonReceiptUnknown_A5_A6(t *testing.T) {
-	bin := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/collie")
-	cmd.Dir = "../../.."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	home := t.TempDir()
-	run, err := os.MkdirTemp("", "ck-") // a socket path has 108 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(run) })
-	cfgDir, state := filepath.Join(home, "config", "collie"), filepath.Join(home, "state", "collie")
-	for _, d := range []string{cfgDir, state} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	env := []string{"HOME=" + home, "PATH=/usr/bin:/bin", "XDG_RUNTIME_DIR=" + run,
-		"XDG_CONFIG_HOME=" + filepath.Join(home, "config"), "XDG_STATE_HOME=" + filepath.Join(home, "state")}
-	write := func(path, content string) {
-		t.Helper()
-		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	h := newBareHome(t, ctx, "ck-")
+	run, cfgDir, write, collie := h.run, h.cfg, h.write, h.collie
 	write(filepath.Join(cfgDir, "config.toml"), "[devices]\nlisten = \"127.0.0.1:0\"\n\n[push]\ndesktop = false\nwebpush = false\n")
 
 	// The slow agent.
@@ -127,30 +102,7 @@ func TestKilledDaemonReceiptUnknown_A5_A6(t *testing.T) {
 	write(filepath.Join(cfgDir, "sources.json"), string(sources))
 
 	// The daemon, as collie.service runs it.
-	ctl := control.NewClient(filepath.Join(run, "collie", "control.sock"))
-	start := func() *exec.Cmd {
-		t.Helper()
-		d := exec.CommandContext(ctx, filepath.Join(bin, "collie"), "daemon")
-		d.Env = env
-		if err := d.Start(); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, loadGuard, "the daemon's control socket", func() bool {
-			_, err := ctl.Agents(ctx)
-			return err == nil
-		})
-		return d
-	}
-	collie := func(args ...string) string {
-		t.Helper()
-		c := exec.CommandContext(ctx, filepath.Join(bin, "collie"), args...)
-		c.Env = env
-		out, err := c.Output()
-		if err != nil {
-			t.Fatalf("collie %v: %v", args, err)
-		}
-		return string(out)
-	}
+	start := func() *exec.Cmd { return h.daemon(nil) }
 	d := start()
 	t.Cleanup(func() { d.Process.Kill(); d.Wait() })
 	dev, _ := pairDevice(t, collie("pair", "--local", "--json"), "phone")

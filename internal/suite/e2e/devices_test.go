@@ -1,18 +1,15 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/collie-linux/collie/internal/bridge/device"
 	"github.com/collie-linux/collie/internal/testkit/devicetest"
-	"github.com/collie-linux/collie/internal/testkit/systemdtest"
 )
 
 // TestDeviceAnswerEndToEnd is the device-answer path with every real part: the
@@ -21,36 +18,9 @@ import (
 // answering through the write gate, the agent taking the answer, and the
 // audit log recording the taps and the refusals (D6, D9, A1–A3, A5).
 func TestDeviceAnswerEndToEnd(t *testing.T) {
-	bin := build(t)
-	um := systemdtest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	must := func(out string, err error) string {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		return out
-	}
-	for _, name := range []string{"collie-agent@.socket", "collie-agent@.service", "collie.service"} {
-		um.InstallUnit(name, unit(t, name, bin))
-	}
-	cfg := filepath.Join(um.Home, ".config/collie/config.toml")
-	if err := um.MkdirAll(filepath.Dir(cfg)); err != nil {
-		t.Fatal(err)
-	}
-	if err := um.WriteFile(cfg, []byte("[devices]\nlisten = \"127.0.0.1:0\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	must(um.Systemctl(ctx, "enable", "--now", "collie-agent@demo.socket"))
-	collie := func(args ...string) string {
-		t.Helper()
-		return must(um.Run(ctx, filepath.Join(bin, "collie"), args...))
-	}
-	collie("durable", "attach", "demo", "--socket", um.RuntimeDir+"/desk/demo.sock")
-	must(um.Systemctl(ctx, "start", "collie.service"))
-
-	dev, paired := pairDevice(t, collie("pair", "--local", "--json"), "e2e phone")
+	r := startBridge(t, 2*time.Minute, demoBridge())
+	collie := r.collie
+	dev, paired := r.pair("e2e phone")
 	base := dev.base
 
 	// The question arrives through the bridge.

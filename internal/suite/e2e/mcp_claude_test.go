@@ -42,31 +42,11 @@ type mcpRig struct {
 func startMCPRig(t *testing.T) *mcpRig {
 	t.Helper()
 	agentclients.Require(t, agentclients.Claude)
-	bin := build(t)
-	um := systemdtest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	must := func(out string, err error) string {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		return out
-	}
-	for _, name := range []string{"collie-agent@.socket", "collie-agent@.service", "collie.service"} {
-		um.InstallUnit(name, unit(t, name, bin))
-	}
-	if err := um.WriteFile(filepath.Join(um.Home, ".config/collie/config.toml"), []byte("[devices]\nlisten = \"127.0.0.1:0\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := um.WriteFile(filepath.Join(um.Home, ".config/collie-agent/demo.toml"), []byte("title = \"MCP\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	must(um.Systemctl(ctx, "enable", "--now", "collie-agent@demo.socket"))
-	sock := um.RuntimeDir + "/desk/demo.sock"
-	must(um.Run(ctx, filepath.Join(bin, "collie"), "durable", "attach", "demo", "--socket", sock))
-	must(um.Systemctl(ctx, "start", "collie.service"))
-	dev, _ := pairDevice(t, must(um.Run(ctx, filepath.Join(bin, "collie"), "pair", "--local", "--json")), "e2e phone")
+	setup := demoBridge()
+	setup.files[".config/collie-agent/demo.toml"] = "title = \"MCP\"\n"
+	br := startBridge(t, 2*time.Minute, setup)
+	um, bin := br.um, br.bin
+	dev, _ := br.pair("e2e phone")
 
 	sb := agentclients.NewFor(t, agentclients.User{Name: um.User, UID: um.UID, GID: um.GID})
 	sb.Command = um.Command

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -102,37 +101,13 @@ func (a *floodAgent) ask(t *testing.T, conv string, count int) {
 // (internal/bridge's TestThousandQuestionsInAMinute_D9) holds the same
 // rules over the hour on a fake clock.
 func TestPushFloodOnARunningDaemon_D9(t *testing.T) {
-	bin := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/collie")
-	cmd.Dir = "../../.."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	home := t.TempDir()
-	run, err := os.MkdirTemp("", "cf-") // a socket path has 108 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(run) })
-	cfgDir, state := filepath.Join(home, "config", "collie"), filepath.Join(home, "state", "collie")
-	for _, d := range []string{cfgDir, state} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	env := []string{"HOME=" + home, "PATH=/usr/bin:/bin", "XDG_RUNTIME_DIR=" + run,
-		"XDG_CONFIG_HOME=" + filepath.Join(home, "config"), "XDG_STATE_HOME=" + filepath.Join(home, "state")}
+	h := newBareHome(t, ctx, "cf-")
+	run, cfgDir, state, write, collie := h.run, h.cfg, h.state, h.write, h.collie
 
 	ntfy := newNtfy(t)
 	token := filepath.Join(cfgDir, "ntfy-token")
-	write := func(path, content string) {
-		t.Helper()
-		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 	write(token, "tk_flood0123456789abcdef\n")
 	write(filepath.Join(cfgDir, "config.toml"), fmt.Sprintf("[devices]\nlisten = \"127.0.0.1:0\"\n\n[push]\ndesktop = false\nwebpush = false\n\n[push.ntfy]\nserver = %q\ntopic = \"collie-flood-topic\"\ntoken_file = %q\n", ntfy.srv.URL, token))
 	// The hour so far: 20 pushes, the last 5 minutes ago.
@@ -163,20 +138,11 @@ func TestPushFloodOnARunningDaemon_D9(t *testing.T) {
 	write(filepath.Join(cfgDir, "sources.json"), string(sources))
 
 	// The daemon, as collie.service runs it.
-	ctl := control.NewClient(filepath.Join(run, "collie", "control.sock"))
+	ctl := h.control()
 	start := func() (stop func()) {
 		t.Helper()
-		d := exec.CommandContext(ctx, filepath.Join(bin, "collie"), "daemon")
-		d.Env = env
 		var log strings.Builder
-		d.Stderr = &log
-		if err := d.Start(); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, loadGuard, "the daemon's control socket", func() bool {
-			_, err := ctl.PushStatus(ctx)
-			return err == nil
-		})
+		d := h.daemon(&log)
 		return func() {
 			d.Process.Signal(os.Interrupt)
 			d.Wait()
@@ -188,16 +154,6 @@ func TestPushFloodOnARunningDaemon_D9(t *testing.T) {
 	stopDaemon := start()
 
 	// A paired device.
-	collie := func(args ...string) string {
-		t.Helper()
-		c := exec.CommandContext(ctx, filepath.Join(bin, "collie"), args...)
-		c.Env = env
-		out, err := c.Output()
-		if err != nil {
-			t.Fatalf("collie %v: %v", args, err)
-		}
-		return string(out)
-	}
 	dev, _ := pairDevice(t, collie("pair", "--local", "--json"), "phone")
 	cards := func() int {
 		var st device.State

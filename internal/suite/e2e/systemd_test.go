@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,27 +45,11 @@ func unit(t *testing.T, name, bin string) string {
 // `collie show`, and a desk folder turned 0755 refused with the exact T3
 // reason within one poll (T2, T4).
 func TestSystemdEndToEnd(t *testing.T) {
-	bin := build(t)
-	um := systemdtest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	must := func(out string, err error) string {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		return out
-	}
-
-	for _, name := range []string{"collie-agent@.socket", "collie-agent@.service", "collie.service", "collie.service.d/sandbox.conf"} {
-		um.InstallUnit(name, unit(t, name, bin))
-	}
-	must(um.Systemctl(ctx, "enable", "--now", "collie-agent@demo.socket"))
+	// Type=notify: start returns once the daemon said READY=1.
+	r := startBridge(t, 2*time.Minute, bridgeSetup{units: slices.Concat(agentUnits, []string{"collie.service.d/sandbox.conf"}), demo: true, bridge: true})
+	um, bin, ctx, must := r.um, r.bin, r.ctx, r.must
 	desk := um.RuntimeDir + "/desk"
 	sock := desk + "/demo.sock"
-	must(um.Run(ctx, bin+"/collie", "durable", "attach", "demo", "--socket", sock))
-	// Type=notify: start returns once the daemon said READY=1.
-	must(um.Systemctl(ctx, "start", "collie.service"))
 
 	// The sandbox drop-in applies (collie.service.d/sandbox.conf).
 	if ps := must(um.Systemctl(ctx, "show", "-p", "ProtectSystem", "--value", "collie.service")); strings.TrimSpace(ps) != "strict" {
