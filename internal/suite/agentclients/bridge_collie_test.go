@@ -195,7 +195,7 @@ type toolCall struct {
 // callFor returns the call of tool ("shell" or "write") with c on mark.
 func callFor(c Client, tool, mark string) toolCall {
 	n := callSeq.Add(1)
-	id := map[Client]string{Claude: "toolu_", Codex: "call_", Gemini: "gem_"}[c] + fmt.Sprintf("bridge%d_%d", n, time.Now().UnixNano())
+	id := map[Client]string{Claude: "toolu_", Codex: "call_", Gemini: "gem_", OpenCode: "toolu_"}[c] + fmt.Sprintf("bridge%d_%d", n, time.Now().UnixNano())
 	if tool == "write" {
 		content := fmt.Sprintf("written by call %d\n", n)
 		name := map[Client]string{Claude: "Write", Gemini: "write_file"}[c]
@@ -210,10 +210,16 @@ func callFor(c Client, tool, mark string) toolCall {
 }
 
 // prepareClient writes what the client needs before collie setup: Codex's
-// provider and Gemini's auth, in the sandbox's HOME.
+// provider and Gemini's auth, in the sandbox's HOME; OpenCode's provider
+// in the project's opencode.json (the bridge's XDG_CONFIG_HOME, which
+// OpenCode's user config follows, is shared by the rows).
 func prepareClient(t *testing.T, s *Sandbox, c Client, apiURL string) {
 	t.Helper()
 	switch c {
+	case OpenCode:
+		if err := s.WriteFile(filepath.Join(s.Project, "opencode.json"), OpenCodeConfig(apiURL, nil), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	case Gemini:
 		if err := s.WriteFile(filepath.Join(s.Home, ".gemini", "settings.json"), geminiBaseSettings, 0o644); err != nil {
 			t.Fatal(err)
@@ -245,6 +251,12 @@ func clientArgv(c Client, apiURL, mode, prompt string) (argv, env []string) {
 			argv = append(argv, "-s", mode)
 		}
 		return append(argv, prompt), append([]string{"FAKE_API_KEY=sk-collie-test"}, Offline(apiURL)...)
+	case OpenCode:
+		argv = []string{Path(OpenCode), "run"}
+		if mode == "yolo" {
+			argv = append(argv, "--dangerously-skip-permissions")
+		}
+		return append(argv, prompt), Offline(apiURL)
 	}
 	return []string{Path(Claude), "-p", prompt, "--output-format", "json", "--permission-mode", mode}, ClaudeEnv(apiURL)
 }
@@ -259,10 +271,15 @@ type clientRun struct {
 // startClient runs argv (with env) as the sandbox's user in the
 // background.
 func startClient(t *testing.T, s *Sandbox, argv, env []string) *clientRun {
+	return startClientWithin(t, s, clientTimeout, argv, env)
+}
+
+// startClientWithin is startClient with the run bounded by timeout.
+func startClientWithin(t *testing.T, s *Sandbox, timeout time.Duration, argv, env []string) *clientRun {
 	r := &clientRun{done: make(chan struct{}), began: time.Now()}
 	go func() {
 		defer close(r.done)
-		res, err := s.Run(context.Background(), clientTimeout, nil, env, argv[0], argv[1:]...)
+		res, err := s.Run(context.Background(), timeout, nil, env, argv[0], argv[1:]...)
 		if err != nil {
 			t.Error(err)
 		}

@@ -54,12 +54,14 @@ func e2eclient(t *testing.T) string {
 // question stays open on the device, and the device's no blocks the
 // call. The control rows run the same script without collie run, against
 // the bridge's own agent: there the tool's answer is taken and the call
-// runs with no tap, the gap collie run closes.
+// runs with no tap, the gap collie run closes. OpenCode's rows gate its
+// bash tool with collie's plugin in the project (collie setup opencode
+// --project).
 func TestCollieRun_ToolCannotAnswer_C2(t *testing.T) {
 	bin := collieBinaries(t)
 	e2e := e2eclient(t)
 	var clients []Client
-	for _, c := range []Client{Claude, Codex, Gemini} {
+	for _, c := range []Client{Claude, Codex, Gemini, OpenCode} {
 		if Installed(c) {
 			clients = append(clients, c)
 		}
@@ -115,7 +117,7 @@ func runSelfAnswer(t *testing.T, b *Bridge, c Client, e2e string, underRun bool)
 	prepareClient(t, s, c, api.URL)
 	// A longer wait than the other rows': the tool's answer and the
 	// checks after it happen while the question is open.
-	setup(t, s, collie, string(c), 30*time.Second)
+	setupClient(t, s, collie, c, 30*time.Second)
 
 	argv, env := clientArgv(c, api.URL, shellBypass[c], "make a mark")
 	agent := b.AgentName
@@ -123,7 +125,11 @@ func runSelfAnswer(t *testing.T, b *Bridge, c Client, e2e string, underRun bool)
 		agent = "run-" + string(c)
 		argv = append([]string{collie, "run", "--no-systemd", "--name", agent, "--"}, argv...)
 	}
-	run := startClient(t, s, argv, env)
+	timeout := clientTimeout
+	if c == OpenCode {
+		timeout = ocRunTimeout
+	}
+	run := startClientWithin(t, s, timeout, argv, env)
 	first, ok := b.Card(attack, run.done)
 	if !ok {
 		t.Fatalf("the client ended before the first card: %v", run.res)
@@ -177,8 +183,8 @@ func runSelfAnswer(t *testing.T, b *Bridge, c Client, e2e string, underRun bool)
 	if rs := loop[2].ToolResults(); len(rs) == 0 || !strings.Contains(rs[len(rs)-1].Content, deniedByTap) {
 		t.Fatalf("tool results %+v, want the last containing %q", rs, deniedByTap)
 	}
-	if res.ExitCode != 0 && c == Claude {
-		t.Fatalf("collie run -- claude: %v", res)
+	if res.ExitCode != 0 && (c == Claude || c == OpenCode) {
+		t.Fatalf("collie run -- %s: %v", c, res)
 	}
 }
 

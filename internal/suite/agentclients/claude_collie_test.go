@@ -140,6 +140,8 @@ func callTurn(c Client, command string) fakemodel.Turn {
 		return fakemodel.ToolCall("exec_command", map[string]any{"cmd": command})
 	case Gemini:
 		return fakemodel.ToolCall("run_shell_command", map[string]any{"command": command, "description": "make a mark"})
+	case OpenCode:
+		return fakemodel.ToolCall("bash", map[string]any{"command": command, "description": "make a mark"})
 	}
 	return fakemodel.ToolCall("Bash", map[string]any{"command": command, "description": "make a mark"})
 }

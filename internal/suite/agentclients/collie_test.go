@@ -226,6 +226,21 @@ func setup(t *testing.T, s *Sandbox, collie, client string, wait time.Duration) 
 	}
 }
 
+// setupClient is setup for c, with OpenCode's plugin and opencode.json
+// in the project (collie setup --project): its user config follows
+// XDG_CONFIG_HOME, which the rows against one bridge share.
+func setupClient(t *testing.T, s *Sandbox, collie string, c Client, wait time.Duration) {
+	t.Helper()
+	if c != OpenCode {
+		setup(t, s, collie, string(c), wait)
+		return
+	}
+	res, err := s.Run(context.Background(), 30*time.Second, nil, nil, collie, "setup", string(c), "--project", s.Project, "--no-mcp", "--timeout", wait.String())
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("collie setup %s --project: %v %v", c, err, res)
+	}
+}
+
 // Gemini CLI, as the characterization runs it: an explicit model (no
 // router request), API-key auth, the workspace trusted, yolo mode (in the
 // default mode -p does not offer the shell tool at all).
