@@ -53,8 +53,8 @@ TESTSUMMARY := bin/.testsummary
 test: deps lint cross
 	@$(GO) build -o $(TESTSUMMARY) ./internal/testkit/testsummary
 	@skips=$$(mktemp); trap 'rm -f $$skips' EXIT; \
-	echo "$(GO) test -count=1 -skip '$(ALONE)' ./..."; \
-	$(TESTSUMMARY) -skips $$skips $(GO) test -count=1 -skip '$(ALONE)' ./...; st=$$?; \
+	echo "$(GO) test -count=1 -timeout 30m -skip '$(ALONE)' ./..."; \
+	$(TESTSUMMARY) -skips $$skips $(GO) test -count=1 -timeout 30m -skip '$(ALONE)' ./...; st=$$?; \
 	if [ $$st -eq 0 ]; then \
 		echo "$(GO) test -p 1 -count=1 -run '$(ALONE)' -v ./internal/bridge/device ./internal/agent/mcpserver ./internal/suite/e2e ./internal/agent/ask"; \
 		$(TESTSUMMARY) -v -skips $$skips $(GO) test -p 1 -count=1 -run '$(ALONE)' -v ./internal/bridge/device ./internal/agent/mcpserver ./internal/suite/e2e ./internal/agent/ask; st=$$?; \

@@ -74,8 +74,15 @@ func TestOpenCode_CollieGate_D1(t *testing.T) {
 		{name: "plugin broken: OpenCode's own ask refuses", setup: true, act: "broken", wantStderr: "auto-rejecting", wantNoModel: true},
 		{name: "plugin removed: OpenCode's own ask refuses", setup: true, act: "removed", wantStderr: "auto-rejecting", wantNoModel: true},
 	}
+	// Two rows at a time: each opencode run spends most of a minute
+	// starting, and thirteen in a row outlast go test's timeout; more at
+	// once starve each other on a small machine.
+	slots := make(chan struct{}, 2)
 	for _, tc := range rows {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			slots <- struct{}{}
+			defer func() { <-slots }()
 			runOpenCodeRow(t, tc)
 		})
 	}
