@@ -564,8 +564,5 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Write([]byte(HealthzBody))
+	w.Write([]byte(view.HealthzBody))
 }
-
-// HealthzBody is what /healthz answers.
-const HealthzBody = "collie bridge ok\n"

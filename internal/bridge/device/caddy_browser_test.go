@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"github.com/collie-linux/collie/internal/bridge/device/policy"
 	"github.com/collie-linux/collie/internal/bridge/device/store"
+	"github.com/collie-linux/collie/internal/bridge/view"
 	"io"
 	"log/slog"
 	"net"
@@ -80,7 +81,7 @@ func TestCaddyInChromium_D6(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || string(body) != HealthzBody {
+	if resp.StatusCode != 200 || string(body) != view.HealthzBody {
 		t.Fatalf("%s/healthz through caddy: %d %q", public, resp.StatusCode, body)
 	}
 

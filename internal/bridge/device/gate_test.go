@@ -85,7 +85,9 @@ func TestHostRefusedBeforeAnyRoute(t *testing.T) {
 }
 
 // TestEveryWriteIsGated walks the device API's routes: every route that
-// takes a state-changing method is behind the write gate, and a probe of
+// takes a state-changing method is behind the write gate, the gated routes
+// are exactly the registry's writes and the device API's own, each gated
+// under its own write's name (refusals and the audit log show it), and a probe of
 // each route with each such method, with a paired device's credential but
 // without the write header, is refused by the gate or has no such route;
 // nothing reaches an agent or pairs. Nothing in the package adds a route
@@ -93,20 +95,38 @@ func TestHostRefusedBeforeAnyRoute(t *testing.T) {
 func TestEveryWriteIsGated(t *testing.T) {
 	f := newFixture(t)
 	rt := f.api.routes()
-	gated := 0
+	// The gated routes and the write each names (as refusals and the
+	// audit log record it), from the protocol's registry and the four
+	// writes of the device API's own: pairing, a device's push
+	// subscription (POST and DELETE), and an unknown write's name.
+	want := map[string]string{
+		"POST /api/v1/pair":                   "pair",
+		"POST /api/v1/push/subscription":      "push.subscribe",
+		"DELETE /api/v1/push/subscription":    "push.unsubscribe",
+		"POST /api/v1/agents/{agent}/{write}": unknownWrite,
+	}
+	for _, wr := range wire.Writes() {
+		want["POST /api/v1/agents/{agent}/"+wr.Name] = wr.Name
+	}
+	got := map[string]string{}
 	for _, r := range rt.routes {
 		method, _, _ := strings.Cut(r.pattern, " ")
-		if method != "GET" && !r.gated && !r.agent {
+		switch {
+		case r.gated:
+			got[r.pattern] = r.write
+		case method != "GET" && !r.agent:
 			t.Errorf("D6: %s changes state outside the write gate", r.pattern)
 		}
-		if r.gated {
-			gated++
+	}
+	for pattern, write := range want {
+		if got[pattern] != write {
+			t.Errorf("D6: %s is gated as write %q, want %q", pattern, got[pattern], write)
 		}
 	}
-	// The writes, the unknown write, pairing, and a device's push
-	// subscription (POST and DELETE).
-	if want := len(wire.Writes()) + 4; gated != want {
-		t.Errorf("%d gated routes, want %d: %+v", gated, want, rt.routes)
+	for pattern, write := range got {
+		if _, ok := want[pattern]; !ok {
+			t.Errorf("D6: %s is gated as write %q, which is no write of the registry or the device API", pattern, write)
+		}
 	}
 	p, _ := f.pairs.New()
 	for _, mp := range routePaths(f.api) {

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"github.com/collie-linux/collie/internal/bridge/device/policy"
 	"github.com/collie-linux/collie/internal/bridge/device/store"
+	"github.com/collie-linux/collie/internal/bridge/view"
 	"io"
 	"log/slog"
 	"net"
@@ -56,7 +57,7 @@ func TestBehindProxy_D6(t *testing.T) {
 			if host == "" {
 				resp, body = get("/healthz", nil, "")
 			}
-			if resp.StatusCode != 200 || body != HealthzBody || resp.Header.Get("Cache-Control") != "no-store" {
+			if resp.StatusCode != 200 || body != view.HealthzBody || resp.Header.Get("Cache-Control") != "no-store" {
 				t.Fatalf("Host %q: %d %q %v", host, resp.StatusCode, body, resp.Header)
 			}
 		}
@@ -162,7 +163,7 @@ func TestListen_PublicURL(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 200 || string(b) != HealthzBody {
+		if resp.StatusCode != 200 || string(b) != view.HealthzBody {
 			t.Fatalf("%s/healthz: %d %q", l.Public, resp.StatusCode, b)
 		}
 		resp, err = c.Get("https://collie.lan.test:" + port + "/")

@@ -16,7 +16,7 @@ import (
 // actions, reaches no API route and opens only this app's origin (D6).
 func TestNotificationsStatic_D6(t *testing.T) {
 	read := func(name string) string {
-		b, err := fs.ReadFile(web.Files(), name)
+		b, err := fs.ReadFile(webFiles, name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func TestNotificationsStatic_D6(t *testing.T) {
 // only one its CSP allows, makes a script URL and nothing else (no HTML,
 // no script), and only for the constant /sw.js.
 func TestTrustedTypesOnePolicy_X1(t *testing.T) {
-	b, err := fs.ReadFile(web.Files(), "app.js")
+	b, err := fs.ReadFile(webFiles, "app.js")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,12 +80,12 @@ func TestServiceWorkerWhole(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("GET /sw.js: %d", status)
 	}
-	parts, _ := fs.Glob(web.Files(), "sw*.js")
+	parts, _ := fs.Glob(webFiles, "sw*.js")
 	if len(parts) == 0 {
 		t.Fatal("no worker file is embedded")
 	}
 	for _, name := range parts {
-		b, _ := fs.ReadFile(web.Files(), name)
+		b, _ := fs.ReadFile(webFiles, name)
 		if n := strings.Count(served, strings.TrimSpace(string(b))); n != 1 {
 			t.Errorf("/sw.js holds %s %d times, want once", name, n)
 		}

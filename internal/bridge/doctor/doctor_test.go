@@ -98,7 +98,7 @@ func healthy(t *testing.T) (*Env, string) {
 		Probe:    func(context.Context, string) (string, error) { return "demo", nil },
 		Dial:     func(context.Context, string) error { return nil },
 		Fetch: func(context.Context, string) (int, []byte, error) {
-			return 200, []byte(healthzBody), nil
+			return 200, []byte(view.HealthzBody), nil
 		},
 		Push: func(context.Context) (control.PushStatus, error) {
 			return control.PushStatus{Providers: []string{"ntfy"}, Config: &control.ConfigState{ReadAt: time.Date(2099, 1, 1, 0, 0, 0, 0, time.Local)}}, nil

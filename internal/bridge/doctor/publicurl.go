@@ -14,11 +14,8 @@ import (
 
 	"github.com/collie-linux/collie/internal/bridge/config"
 	"github.com/collie-linux/collie/internal/bridge/control"
+	"github.com/collie-linux/collie/internal/bridge/view"
 )
-
-// healthzBody is what the bridge's /healthz answers (device.HealthzBody;
-// cmd/collie's TestHealthzBodyAgrees keeps the two the same).
-const healthzBody = "collie bridge ok\n"
 
 // phoneDocs is where the set-ups for a phone are written down.
 const phoneDocs = "docs/phone.md, collie.toml(5)"
@@ -77,7 +74,7 @@ func checkPublicURL(ctx context.Context, e *Env) []Row {
 	case status == http.StatusMisdirectedRequest:
 		return []Row{fail("restart the daemon so it reads config.toml again: systemctl --user restart collie",
 			"the bridge answered %s, but refused its host name: the daemon runs with another public_url than %s has", url, path)}
-	case status != http.StatusOK || string(body) != healthzBody:
+	case status != http.StatusOK || string(body) != view.HealthzBody:
 		return []Row{fail("point the proxy (or tailscale serve) at the bridge's listen address "+addr+" ("+phoneDocs+")",
 			"%s answered %d, and not as Collie's bridge does: something else serves that address", url, status)}
 	}
@@ -203,6 +200,3 @@ func unwrapURL(err error) error {
 	}
 	return err
 }
-
-// HealthzBody is what the public_url row expects /healthz to answer.
-func HealthzBody() string { return healthzBody }

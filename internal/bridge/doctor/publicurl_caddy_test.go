@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/collie-linux/collie/internal/bridge/view"
 	"github.com/collie-linux/collie/internal/testkit/caddytest"
 )
 
@@ -26,7 +27,7 @@ func TestPublicURLCaddyTLSInternal_D6(t *testing.T) {
 			http.Error(w, "wrong-host", http.StatusMisdirectedRequest)
 			return
 		}
-		io.WriteString(w, healthzBody)
+		io.WriteString(w, view.HealthzBody)
 	}))
 	t.Cleanup(bridge.Close)
 	port := caddytest.FreePort(t)

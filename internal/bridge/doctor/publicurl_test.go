@@ -16,6 +16,7 @@ import (
 
 	"github.com/collie-linux/collie/internal/bridge/control"
 	"github.com/collie-linux/collie/internal/bridge/device"
+	"github.com/collie-linux/collie/internal/bridge/view"
 	"github.com/collie-linux/collie/internal/testkit/tlstest"
 )
 
@@ -42,7 +43,7 @@ func TestPublicURL_D6(t *testing.T) {
 			http.Error(w, "wrong-host", http.StatusMisdirectedRequest)
 			return
 		}
-		io.WriteString(w, healthzBody)
+		io.WriteString(w, view.HealthzBody)
 	}
 	good := ca.Issue(t, "collie.example.test")
 	const public = "[devices]\npublic_url = \"https://collie.example.test\"\nproxy_headers = \"x-forwarded\"\n"

@@ -15,6 +15,11 @@ import (
 )
 
 // AgentStatus is one attached durable agent as the bridge sees it.
+// HealthzBody is what the device API's /healthz answers, and what collie
+// doctor expects to read there through public_url: one constant, so the
+// two cannot drift apart.
+const HealthzBody = "collie bridge ok\n"
+
 type AgentStatus struct {
 	Name      string `json:"name"`
 	Transport string `json:"transport"`          // "socket" or "https"

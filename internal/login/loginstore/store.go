@@ -33,9 +33,6 @@ const MaxFile = 64 << 10
 // work most of them never need.
 var serviceRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,79}$`) })
 
-// ValidService reports whether service is a slug the store accepts.
-func ValidService(service string) bool { return serviceRe().MatchString(service) }
-
 // Session is what the service's token endpoint returns: the six keys of
 // raft-cli-agent-session.v1. RefreshExpiresAt nil is JSON null.
 type Session struct {

@@ -120,22 +120,15 @@ func appendJSONEscape(out []byte, r rune) []byte {
 	return out
 }
 
-// TerminalWriter passes what is written to it through [Terminal] (or,
-// with JSON set, [TerminalJSON]). A character split across two writes is
+// TerminalWriter passes what is written to it through [Terminal]. A character split across two writes is
 // held back until it is whole; Flush writes what is held.
 type TerminalWriter struct {
 	w       io.Writer
-	json    bool
 	pending []byte
 }
 
 // NewTerminalWriter returns a TerminalWriter writing to w.
 func NewTerminalWriter(w io.Writer) *TerminalWriter { return &TerminalWriter{w: w} }
-
-// NewTerminalJSONWriter returns a TerminalWriter for encoded JSON.
-func NewTerminalJSONWriter(w io.Writer) *TerminalWriter {
-	return &TerminalWriter{w: w, json: true}
-}
 
 // Write cleans p and writes it. It reports len(p) written unless the
 // underlying writer fails.
@@ -176,12 +169,6 @@ func (t *TerminalWriter) emit(p []byte) error {
 	if len(p) == 0 {
 		return nil
 	}
-	var out []byte
-	if t.json {
-		out = TerminalJSON(p)
-	} else {
-		out = []byte(Terminal(string(p)))
-	}
-	_, err := t.w.Write(out)
+	_, err := t.w.Write([]byte(Terminal(string(p))))
 	return err
 }

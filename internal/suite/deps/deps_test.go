@@ -217,8 +217,12 @@ type pkg struct {
 	ImportPath string
 	Dir        string
 	GoFiles    []string
-	Deps       []string
-	Standard   bool
+	CgoFiles   []string
+	// IgnoredGoFiles are the files of other systems (Windows, macOS):
+	// TestNoDeadExports reads them as callers too.
+	IgnoredGoFiles []string
+	Deps           []string
+	Standard       bool
 }
 
 // listModule runs `go list -deps -json ./...` at the module's root and

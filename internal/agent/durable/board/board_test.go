@@ -3,6 +3,7 @@ package board
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/collie-linux/collie/internal/agent/durable"
@@ -317,22 +319,6 @@ func TestAsk(t *testing.T) {
 			t.Fatalf("D9: a repeated key after the decision got %+v, want the existing decision", third)
 		}
 	})
-	t.Run("default_deny_on_timeout", func(t *testing.T) {
-		start := time.Now()
-		ch := r.AsyncAsk(t, wire.AskRequest{RequestID: "to1", Kind: wire.AskYesNo, Title: "Quick?", TimeoutSeconds: 1})
-		rep := <-ch
-		if rep.Status != wire.StatusTimedOut {
-			t.Fatalf("got %+v, want timed-out", rep)
-		}
-		if d := time.Since(start); d < 900*time.Millisecond || d > 5*time.Second {
-			t.Fatalf("timed out after %v, want about 1 s", d)
-		}
-		status, body := r.Post(t, wire.AnswerPath, durabletest.Answer(rep, 1, "yes"))
-		durabletest.Want(t, status, body, http.StatusConflict, wire.CodeAlreadyDecided)
-		if !strings.Contains(body, "timed out") {
-			t.Fatalf("the refusal does not say it timed out: %s", body)
-		}
-	})
 	t.Run("same_request_id_attaches", func(t *testing.T) {
 		a := r.ask(t, durabletest.YesNo("same", "Once?"))
 		b := r.ask(t, durabletest.YesNo("same", "Once?"))
@@ -446,4 +432,48 @@ func TestBoardStaysUnderSnapshotCap(t *testing.T) {
 		t.Fatalf("%d conversations kept", n)
 	}
 	t.Logf("snapshot after 400 runs: %d bytes, %d conversations", len(body), len(s.Spaces[0].Tabs[0].Conversations))
+}
+
+// TestDefaultDenyOnTimeout: a question with a timeout is denied when the
+// time runs out, neither sooner nor later (on synctest's clock), and an
+// answer that comes after is refused as already decided, saying it timed
+// out.
+func TestDefaultDenyOnTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := durable.NewServer(wire.Hello{Agent: "a"}, durabletest.Quiet())
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := Options{Space: wire.Space{ID: "main", Title: "Agent"}, Tab: wire.Space{ID: "main", Title: "Main"}, Log: durabletest.Quiet()}
+		o.Main.ID, o.Main.Title = "main", "Questions"
+		b, err := New(s, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Stop()
+		req := wire.AskRequest{RequestID: "to1", Kind: wire.AskYesNo, Title: "Quick?", TimeoutSeconds: 1}
+		if err := req.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		rep, err := b.Ask(t.Context(), &req, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Status != wire.StatusTimedOut {
+			t.Fatalf("got %+v, want timed-out", rep)
+		}
+		if d := time.Since(start); d != time.Second {
+			t.Fatalf("timed out after %v, want 1s", d)
+		}
+		ans := durabletest.Answer(rep, 1, "yes")
+		_, err = b.Answer(&ans, durable.Transport{Check: &durabletest.AllowAll{}})
+		var e *durable.Error
+		if !errors.As(err, &e) || e.Status != http.StatusConflict || e.Code != wire.CodeAlreadyDecided {
+			t.Fatalf("an answer after the timeout: %v, want 409 %s", err, wire.CodeAlreadyDecided)
+		}
+		if !strings.Contains(e.Message, "timed out") {
+			t.Fatalf("the refusal does not say it timed out: %s", e.Message)
+		}
+	})
 }

@@ -153,17 +153,6 @@ var table = [reasons]Row{
 	AgentUnreachable:     {AgentUnreachableCode, http.StatusBadGateway, "%s", ""},
 }
 
-// Rows is the table, by reason, for tests and documentation.
-func Rows() map[Reason]Row {
-	out := make(map[Reason]Row, len(table))
-	for r, row := range table {
-		if r != 0 {
-			out[Reason(r)] = row
-		}
-	}
-	return out
-}
-
 // Codes are the codes of the table, each once.
 func Codes() []Code {
 	seen := map[Code]bool{}

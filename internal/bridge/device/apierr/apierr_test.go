@@ -49,7 +49,7 @@ func docCodes(t *testing.T) map[Code][]int {
 func TestTableMatchesTheDocs(t *testing.T) {
 	docs := docCodes(t)
 	have := map[Code][]int{}
-	for _, row := range Rows() {
+	for _, row := range rows() {
 		if !slices.Contains(have[row.Code], row.Status) {
 			have[row.Code] = append(have[row.Code], row.Status)
 		}
@@ -81,7 +81,7 @@ func TestTableMatchesTheDocs(t *testing.T) {
 // adds the hint after it); and filled in with arguments for its verbs it
 // says nothing fmt would complain of.
 func TestEveryRowIsASentence(t *testing.T) {
-	rows := Rows()
+	rows := rows()
 	if len(rows) != int(reasons)-1 {
 		t.Fatalf("%d rows for %d reasons", len(rows), int(reasons)-1)
 	}
@@ -122,4 +122,15 @@ func TestEveryRowIsASentence(t *testing.T) {
 	if got := New(NoSuchWrite, "x", "a, b"); got.Message != `there is no write called "x"` || got.Hint != "use one of a, b" || got.Status != http.StatusNotFound {
 		t.Errorf("NoSuchWrite: %+v", got)
 	}
+}
+
+// rows is the table, by reason.
+func rows() map[Reason]Row {
+	out := make(map[Reason]Row, len(table))
+	for r, row := range table {
+		if r != 0 {
+			out[Reason(r)] = row
+		}
+	}
+	return out
 }

@@ -14,7 +14,6 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
-	"io/fs"
 	"net/http"
 	"strings"
 	"sync"
@@ -45,9 +44,6 @@ const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
 // SWPolicy is the name of app.js's one Trusted Types policy: it turns the
 // constant "/sw.js" into a script URL and refuses anything else.
 const SWPolicy = "collie-sw"
-
-// Files returns the embedded files, for tests that read what is served.
-func Files() fs.FS { return files }
 
 type asset struct {
 	name, contentType string
