@@ -35,7 +35,8 @@ func shellList(t *testing.T) []string {
 // every module reached from it through its imports is a same-origin file
 // that is embedded, served with a script's type, kept by the service
 // worker's app shell (so the installed app opens offline) and under
-// maxModuleLines lines; and every page script embedded is reached.
+// maxModuleLines lines; every page script embedded is reached; and each
+// module but app.js is preloaded.
 func TestPageModules(t *testing.T) {
 	page, err := files.ReadFile("index.html")
 	if err != nil {
@@ -44,6 +45,15 @@ func TestPageModules(t *testing.T) {
 	scripts := regexp.MustCompile(`<script[^>]*>`).FindAllString(string(page), -1)
 	if want := `<script type="module" src="/app.js">`; len(scripts) != 1 || scripts[0] != want {
 		t.Fatalf("index.html's scripts are %q, want just %s", scripts, want)
+	}
+	// Every module is preloaded, so the browser fetches them side by side
+	// instead of one level of imports after another.
+	var preloaded []string
+	for _, m := range regexp.MustCompile(`<link rel="modulepreload" href="/([^"]*)">`).FindAllStringSubmatch(string(page), -1) {
+		preloaded = append(preloaded, m[1])
+	}
+	if want := modules[1:]; !slices.Equal(preloaded, want) {
+		t.Errorf("index.html preloads %q, want the modules app.js imports, %q", preloaded, want)
 	}
 	importRE := regexp.MustCompile(`(?m)^import \{[^}]*\} from '([^']*)';$`)
 	anyImport := regexp.MustCompile(`\bimport\b\s*[({'"*]|\bimport\(|\bimportScripts\b`)
