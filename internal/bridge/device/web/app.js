@@ -1,6 +1,6 @@
 // Collie's web app: what a paired phone or browser shows.
 //
-// Rules this file keeps (spec X1, X6, D6, D7):
+// Rules this module and the ones it imports keep (spec X1, X6, D6, D7):
 //  - Agent text becomes DOM text nodes only (textContent, append of a
 //    string, attribute values). Nothing here parses HTML; the page's
 //    Content-Security-Policy also turns on Trusted Types, so a string
