@@ -165,7 +165,7 @@ func TestCaddyInChromium_D6(t *testing.T) {
 		b.t = t
 		var keys []string
 		b.eval(`(async () => { const out = []; for (const n of await caches.keys()) for (const r of await (await caches.open(n)).keys()) out.push(new URL(r.url).pathname); return out.sort(); })()`, &keys)
-		want := "/ /app.css /app.js /icon-192.png /icon.svg /manifest.webmanifest /phone.css"
+		want := "/ /app.css /app.js /cards.js /dom.js /icon-192.png /icon.svg /live.js /manifest.webmanifest /markdown.js /notify.js /pairing.js /phone.css /view.js /writes.js"
 		if strings.Join(keys, " ") != want {
 			t.Fatalf("the service worker's cache holds %q, want only the shell %q", keys, want)
 		}

@@ -22,11 +22,11 @@ func TestNotificationsStatic_D6(t *testing.T) {
 		}
 		return string(b)
 	}
-	app := read("app.js")
+	app := pageScripts(t)
 	if n := strings.Count(app, "requestPermission("); n != 1 {
-		t.Fatalf("app.js asks for notification permission in %d places, want 1", n)
+		t.Fatalf("the page's scripts ask for notification permission in %d places, want 1", n)
 	}
-	on := regexp.MustCompile(`(?s)async function notifyOn\(\) \{.*?\n  \}\n`).FindString(app)
+	on := regexp.MustCompile(`(?s)async function notifyOn\(\) \{.*?\n\}\n`).FindString(app)
 	if !strings.Contains(on, "Notification.requestPermission()") {
 		t.Fatal("the permission request is not in notifyOn, the tap handler")
 	}
@@ -52,14 +52,13 @@ func TestNotificationsStatic_D6(t *testing.T) {
 // only one its CSP allows, makes a script URL and nothing else (no HTML,
 // no script), and only for the constant /sw.js.
 func TestTrustedTypesOnePolicy_X1(t *testing.T) {
-	b, err := fs.ReadFile(webFiles, "app.js")
-	if err != nil {
-		t.Fatal(err)
+	app := pageScripts(t)
+	if n := strings.Count(app, "createPolicy("); n != 1 {
+		t.Fatalf("the page's scripts make %d Trusted Types policies, want 1", n)
 	}
-	app := string(b)
-	m := regexp.MustCompile(`(?s)createPolicy\('([^']*)', \{(.*?)\n      \}\);`).FindStringSubmatch(app)
+	m := regexp.MustCompile(`(?s)createPolicy\('([^']*)', \{(.*?)\n    \}\);`).FindStringSubmatch(app)
 	if m == nil || m[1] != web.SWPolicy {
-		t.Fatalf("app.js's policy is not %s: %q", web.SWPolicy, m)
+		t.Fatalf("the page's policy is not %s: %q", web.SWPolicy, m)
 	}
 	body := m[2]
 	if strings.Contains(body, "createHTML") || strings.Contains(body, "createScript:") || strings.Count(body, "createScriptURL") != 1 ||
@@ -69,6 +68,32 @@ func TestTrustedTypesOnePolicy_X1(t *testing.T) {
 	if !strings.Contains(web.CSP, "trusted-types "+web.SWPolicy) || strings.Contains(web.CSP, "allow-duplicates") || strings.Contains(web.CSP, "'default'") {
 		t.Fatalf("the CSP's trusted-types: %s", web.CSP)
 	}
+}
+
+// pageScripts is every script module of the page (all embedded *.js but
+// the service worker's parts, sw-*.js), one after the other.
+func pageScripts(t *testing.T) string {
+	t.Helper()
+	names, err := fs.Glob(webFiles, "*.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	for _, name := range names {
+		if strings.HasPrefix(name, "sw-") {
+			continue
+		}
+		b, err := fs.ReadFile(webFiles, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.Write(b)
+		all.WriteString("\n")
+	}
+	if !strings.Contains(all.String(), "verificationCode") {
+		t.Fatal("the page's scripts are not embedded")
+	}
+	return all.String()
 }
 
 // TestServiceWorkerWhole: /sw.js, the one worker script, holds every

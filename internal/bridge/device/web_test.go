@@ -22,8 +22,9 @@ func TestWebPage_X6_headers(t *testing.T) {
 		path, contentType, contains string
 		status                      int
 	}{
-		{"/", "text/html; charset=utf-8", `<script src="/app.js" defer></script>`, 200},
-		{"/app.js", "text/javascript; charset=utf-8", "verificationCode", 200},
+		{"/", "text/html; charset=utf-8", `<script type="module" src="/app.js"></script>`, 200},
+		{"/app.js", "text/javascript; charset=utf-8", "from './pairing.js'", 200},
+		{"/pairing.js", "text/javascript; charset=utf-8", "verificationCode", 200},
 		{"/app.css", "text/css; charset=utf-8", ":root", 200},
 		{"/icon.svg", "image/svg+xml", "<svg", 200},
 		{"/sw.js", "text/javascript; charset=utf-8", "notificationclick", 200},
@@ -128,8 +129,8 @@ func TestWebStatic_X1_X6_noHTMLSinks(t *testing.T) {
 			}
 			// One Trusted Types policy, the service worker's (web.SWPolicy):
 			// TestTrustedTypesOnePolicy reads it.
-			if n := strings.Count(src, "createPolicy("); n > 0 && (path != "app.js" || n != 1) {
-				t.Errorf("X1: %s makes %d Trusted Types policies; only app.js's %s may exist", path, n, web.SWPolicy)
+			if n := strings.Count(src, "createPolicy("); n > 0 && (path != "notify.js" || n != 1) {
+				t.Errorf("X1: %s makes %d Trusted Types policies; only notify.js's %s may exist", path, n, web.SWPolicy)
 			}
 			if strings.Contains(src, "setAttribute('on") || strings.Contains(src, `setAttribute("on`) || strings.Contains(src, "setAttribute('style") {
 				t.Errorf("X1: %s sets an event-handler or style attribute from a string", path)

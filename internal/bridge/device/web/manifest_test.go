@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"image/png"
 	"net/http/httptest"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -78,18 +77,7 @@ func TestManifest_Installable(t *testing.T) {
 // cookie); each is served; and it comes first in /sw.js, before the push
 // part.
 func TestShellWorker_NoAgentData(t *testing.T) {
-	src, err := files.ReadFile("sw-shell.js")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`const SHELL = \[([^\]]*)\];`).FindSubmatch(src)
-	if m == nil {
-		t.Fatal("sw-shell.js has no SHELL list")
-	}
-	var shell []string
-	if err := json.Unmarshal([]byte("["+strings.ReplaceAll(string(m[1]), "'", `"`)+"]"), &shell); err != nil {
-		t.Fatal(err)
-	}
+	shell := shellList(t)
 	for _, p := range shell {
 		if strings.HasPrefix(p, "/api") || strings.Contains(p, "healthz") || strings.Contains(p, "sw.js") {
 			t.Errorf("the shell keeps %s", p)

@@ -10,7 +10,7 @@
 'use strict';
 (function () {
   const CACHE = 'collie-shell-1';
-  const SHELL = ['/', '/app.js', '/app.css', '/phone.css', '/icon.svg', '/icon-192.png', '/manifest.webmanifest'];
+  const SHELL = ['/', '/app.js', '/dom.js', '/markdown.js', '/pairing.js', '/live.js', '/view.js', '/cards.js', '/writes.js', '/notify.js', '/app.css', '/phone.css', '/icon.svg', '/icon-192.png', '/manifest.webmanifest'];
 
   function shellPath(url) {
     const u = new URL(url);

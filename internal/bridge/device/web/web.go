@@ -1,5 +1,6 @@
 // Package web is the page a paired phone or browser opens: one HTML file,
-// one script and one style sheet, embedded in the binary and served by the
+// its script modules (app.js and the modules it imports) and its style
+// sheets, embedded in the binary and served by the
 // device API at /. There is no build step and nothing is loaded from
 // anywhere else.
 //
@@ -19,7 +20,7 @@ import (
 	"sync"
 )
 
-//go:embed index.html app.js app.css phone.css icon.svg sw-push.js sw-shell.js manifest.webmanifest icon-192.png icon-512.png icon-maskable-512.png apple-touch-icon.png
+//go:embed index.html app.js dom.js markdown.js pairing.js live.js view.js cards.js writes.js notify.js app.css phone.css icon.svg sw-push.js sw-shell.js manifest.webmanifest icon-192.png icon-512.png icon-maskable-512.png apple-touch-icon.png
 var files embed.FS
 
 // swParts are the files the service worker, /sw.js, is made of, in order:
@@ -27,7 +28,7 @@ var files embed.FS
 // page's scripts use none). sw-push.js shows pushes and opens the app on a
 // tap (docs/device-api.md, Notifications). A part for the app shell's
 // cache goes first: embed it above and name it here. The page registers
-// the worker only through app.js's swURL(), the one Trusted Types policy
+// the worker only through notify.js's swURL(), the one Trusted Types policy
 // (SWPolicy); a string given to serviceWorker.register is refused.
 var swParts = []string{"sw-shell.js", "sw-push.js"}
 
@@ -41,9 +42,14 @@ const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
 	"connect-src 'self'; manifest-src 'self'; worker-src 'self'; form-action 'none'; object-src 'none'; " +
 	"base-uri 'none'; frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types " + SWPolicy
 
-// SWPolicy is the name of app.js's one Trusted Types policy: it turns the
+// SWPolicy is the name of the page's one Trusted Types policy: it turns the
 // constant "/sw.js" into a script URL and refuses anything else.
 const SWPolicy = "collie-sw"
+
+// modules are the page's scripts: app.js, which index.html loads as a
+// module, and the modules it imports, each served at /<name> and kept by
+// the service worker's app shell (sw-shell.js's SHELL).
+var modules = []string{"app.js", "dom.js", "markdown.js", "pairing.js", "live.js", "view.js", "cards.js", "writes.js", "notify.js"}
 
 type asset struct {
 	name, contentType string
@@ -57,7 +63,6 @@ type asset struct {
 var routes = sync.OnceValue(func() map[string]asset {
 	list := []asset{
 		{name: "index.html", contentType: "text/html; charset=utf-8"},
-		{name: "app.js", contentType: "text/javascript; charset=utf-8"},
 		{name: "app.css", contentType: "text/css; charset=utf-8"},
 		{name: "phone.css", contentType: "text/css; charset=utf-8"},
 		{name: "icon.svg", contentType: "image/svg+xml"},
@@ -68,6 +73,9 @@ var routes = sync.OnceValue(func() map[string]asset {
 		{name: "icon-512.png", contentType: "image/png"},
 		{name: "icon-maskable-512.png", contentType: "image/png"},
 		{name: "apple-touch-icon.png", contentType: "image/png"},
+	}
+	for _, name := range modules {
+		list = append(list, asset{name: name, contentType: "text/javascript; charset=utf-8"})
 	}
 	m := map[string]asset{}
 	for _, a := range list {
