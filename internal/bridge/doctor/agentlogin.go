@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/collie-linux/collie/internal/bridge/config"
 	"github.com/collie-linux/collie/internal/bridge/control"
 	"github.com/collie-linux/collie/internal/login/loginwire"
 )
@@ -14,13 +13,9 @@ import (
 // agent platform can log in to the bridge, and how many sessions the
 // daemon holds. Agent login is optional: off is ok, and says how.
 func checkAgentLogin(ctx context.Context, e *Env) []Row {
-	if e.PathsErr != nil {
-		return noPaths(e)
-	}
-	path := e.Paths.ConfigFile()
-	cfg, _, err := config.Load(path)
-	if err != nil {
-		return []Row{skip("fix the config row first", "config.toml cannot be read (see the config row)")}
+	cfg, path, skipped := loadConfig(e)
+	if skipped != nil {
+		return skipped
 	}
 	key := cfg.Agents.PlatformKeyFile
 	restart := "edit [agents] in " + path + " (collie.toml(5)), then: systemctl --user restart collie"

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/netip"
 
-	"github.com/collie-linux/collie/internal/bridge/config"
 	"github.com/collie-linux/collie/internal/bridge/control"
 )
 
@@ -15,13 +14,9 @@ import (
 // use it (loopback, or TLS beyond it) and, while the daemon runs, that
 // something listens there.
 func checkDeviceListener(ctx context.Context, e *Env) []Row {
-	if e.PathsErr != nil {
-		return noPaths(e)
-	}
-	path := e.Paths.ConfigFile()
-	cfg, _, err := config.Load(path)
-	if err != nil {
-		return []Row{skip("fix the config row first", "config.toml cannot be read (see the config row)")}
+	cfg, path, skipped := loadConfig(e)
+	if skipped != nil {
+		return skipped
 	}
 	d := cfg.Devices
 	addr, on := d.DeviceListen()

@@ -220,3 +220,18 @@ func (r Row) about(subject string) Row { r.Subject = subject; return r }
 func noPaths(e *Env) []Row {
 	return []Row{skip("fix the config row first", "the XDG folders are not known (see the config row)")}
 }
+
+// loadConfig reads config.toml for a row that needs it, and its path; a
+// row that cannot be judged without it is skipped, pointing at the config
+// row, which says what is wrong.
+func loadConfig(e *Env) (config.File, string, []Row) {
+	if e.PathsErr != nil {
+		return config.File{}, "", noPaths(e)
+	}
+	path := e.Paths.ConfigFile()
+	cfg, _, err := config.Load(path)
+	if err != nil {
+		return config.File{}, path, []Row{skip("fix the config row first", "config.toml cannot be read (see the config row)")}
+	}
+	return cfg, path, nil
+}

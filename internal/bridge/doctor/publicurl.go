@@ -25,13 +25,9 @@ const phoneDocs = "docs/phone.md, collie.toml(5)"
 // answers its /healthz through it (from this machine: the proxy or
 // tailscale serve in front, its certificate, the Host check).
 func checkPublicURL(ctx context.Context, e *Env) []Row {
-	if e.PathsErr != nil {
-		return noPaths(e)
-	}
-	path := e.Paths.ConfigFile()
-	cfg, _, err := config.Load(path)
-	if err != nil {
-		return []Row{skip("fix the config row first", "config.toml cannot be read (see the config row)")}
+	cfg, path, skipped := loadConfig(e)
+	if skipped != nil {
+		return skipped
 	}
 	d := cfg.Devices
 	addr, on := d.DeviceListen()

@@ -24,13 +24,9 @@ const noProviderFix = "set topic in [push.ntfy] of config.toml (collie.toml(5)) 
 // not) and the last push's result at each, and whether the guard holds
 // pushes back now, and until when.
 func checkPush(ctx context.Context, e *Env) []Row {
-	if e.PathsErr != nil {
-		return noPaths(e)
-	}
-	path := e.Paths.ConfigFile()
-	cfg, _, err := config.Load(path)
-	if err != nil {
-		return []Row{skip("fix the config row first", "config.toml cannot be read (see the config row)")}
+	cfg, path, skipped := loadConfig(e)
+	if skipped != nil {
+		return skipped
 	}
 	edit := "edit [push.ntfy] in " + path + " (collie.toml(5)), then: systemctl --user reload collie"
 	if n := cfg.Push.Ntfy; n != nil {
