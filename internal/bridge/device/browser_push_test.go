@@ -260,25 +260,42 @@ func TestNotificationsInChromium_D6(t *testing.T) {
 	// notifications waits until the worker shows n notifications: each
 	// push's showNotification comes when chromium runs the worker, which
 	// under load is seconds after the delivery.
-	notifications := func(n int) []shown {
+	// shownAfter delivers data and waits until the worker shows n
+	// notifications: each push's showNotification comes when chromium runs
+	// the worker, which under load is seconds after the delivery. A
+	// delivery chromium drops (DeliverPushMessage landing while it is
+	// still starting the worker: no push event runs at all) is repeated,
+	// at most three times; repeating is harmless, a question's push
+	// replaces its own notification by its tag.
+	shownAfter := func(data string, n int) []shown {
 		t.Helper()
 		deadline := time.Now().Add(loadGuard)
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for ; ; <-tick.C {
-			var list []shown
-			eval(`navigator.serviceWorker.ready.then((r) => r.getNotifications()).then((ns) =>
-				ns.map((n) => ({ Title: n.title, Body: n.body, Tag: n.tag, URL: n.data && n.data.url })))`, &list)
-			if len(list) > n || len(list) < n && time.Now().After(deadline) {
-				t.Fatalf("%d notifications shown, want %d: %+v", len(list), n, list)
-			}
-			if len(list) == n {
-				return list
+		for try := 1; ; try++ {
+			deliver(data)
+			again := time.Now().Add(loadGuard / 4)
+			for {
+				var list []shown
+				eval(`navigator.serviceWorker.ready.then((r) => r.getNotifications()).then((ns) =>
+					ns.map((n) => ({ Title: n.title, Body: n.body, Tag: n.tag, URL: n.data && n.data.url })))`, &list)
+				switch {
+				case len(list) > n:
+					t.Fatalf("%d notifications shown, want %d: %+v", len(list), n, list)
+				case len(list) == n:
+					if try > 1 {
+						t.Logf("chromium dropped %d deliveries before showing the push", try-1)
+					}
+					return list
+				case time.Now().After(deadline):
+					t.Fatalf("%d notifications shown, want %d, after %d deliveries: %+v", len(list), n, try, list)
+				}
+				if try < 3 && time.Now().After(again) {
+					break
+				}
+				<-time.After(50 * time.Millisecond) // polling chromium, not synchronising our own code
 			}
 		}
 	}
-	deliver(string(got[0].Payload))
-	ns := notifications(1)
+	ns := shownAfter(string(got[0].Payload), 1)
 	var pl struct{ Tag string }
 	json.Unmarshal(got[0].Payload, &pl)
 	if ns[0].Title != question.Title || ns[0].Body != question.Body || ns[0].URL != question.URL || ns[0].Tag != pl.Tag {
@@ -287,8 +304,7 @@ func TestNotificationsInChromium_D6(t *testing.T) {
 	// The same question pushed again replaces its notification; a push
 	// naming another site opens this app's start page, under its own tag.
 	deliver(string(got[0].Payload))
-	deliver(`{"v":1,"kind":"question","title":"Elsewhere","body":"","url":"https://evil.example/","tag":"not a collie tag"}`)
-	ns = notifications(2)
+	ns = shownAfter(`{"v":1,"kind":"question","title":"Elsewhere","body":"","url":"https://evil.example/","tag":"not a collie tag"}`, 2)
 	for _, n := range ns {
 		if n.Title == "Elsewhere" && (n.URL != origin+"/" || n.Tag != "collie") {
 			t.Fatalf("a push naming another site shows %+v", n)
