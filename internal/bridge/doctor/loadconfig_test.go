@@ -27,7 +27,7 @@ func TestRowsThatNeedTheConfig(t *testing.T) {
 	}
 	for name, check := range checks {
 		for env, want := range map[*Env]string{
-			{Paths: paths}: "skipped: config.toml cannot be read (see the config row)",
+			{Paths: paths}:                    "skipped: config.toml cannot be read (see the config row)",
 			{PathsErr: errors.New("no HOME")}: "skipped: the XDG folders are not known (see the config row)",
 		} {
 			rows := check(context.Background(), env)
