@@ -132,7 +132,10 @@ func TestDelta_K7_StreamingAgent(t *testing.T) {
 				if err != nil || !rd.Delta || rd.NotModified {
 					t.Fatalf("step %d: %+v, %v; want a delta", step, rd, err)
 				}
-				if wire > 8<<10 {
+				// The budget per change is 16 KiB; over HTTPS it also
+				// carries a new connection's TLS handshake when the kept
+				// one was closed (about 5 KiB of certificates).
+				if wire > 16<<10 {
 					t.Fatalf("step %d: the read carried %d bytes for one change", step, wire)
 				}
 				whole, err := fresh.SnapshotWait(ctx, "", 0)
