@@ -46,7 +46,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"strconv"
 )
 
 // Caller is what the check found out about the process that connected.
@@ -77,56 +76,6 @@ const answerElsewhere = "the agent takes answers and other writes only from proc
 
 func refuse(who Caller, format string, a ...any) error {
 	return &Refused{Caller: who, Reason: fmt.Sprintf(format, a...)}
-}
-
-// procStat is what the check reads from /proc/PID/stat.
-type procStat struct {
-	State     byte
-	PPID      int
-	StartTime uint64 // clock ticks after boot
-}
-
-// parseStat parses the content of /proc/PID/stat. The second field, the
-// command name in parentheses, is chosen by the process (prctl, or the
-// name of the file it runs) and may hold spaces, parentheses and even
-// "fake" fields such as "x) S 1": the real fields start after the last
-// ')' of the line, which the name cannot be after.
-func parseStat(b []byte) (procStat, error) {
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || bytes.IndexByte(b, '(') < 0 {
-		return procStat{}, errors.New("no command name")
-	}
-	rest := b[i+1:]
-	// Fields after the name: 3 state, 4 ppid, …, 22 starttime.
-	var fields [20][]byte
-	n := 0
-	for n < len(fields) {
-		for len(rest) > 0 && rest[0] == ' ' {
-			rest = rest[1:]
-		}
-		if len(rest) == 0 {
-			break
-		}
-		j := bytes.IndexAny(rest, " \n")
-		if j < 0 {
-			j = len(rest)
-		}
-		fields[n] = rest[:j]
-		rest = rest[j:]
-		n++
-	}
-	if n < len(fields) || len(fields[0]) != 1 {
-		return procStat{}, fmt.Errorf("%d fields after the command name, want at least %d", n, len(fields))
-	}
-	ppid, err := strconv.Atoi(string(fields[1]))
-	if err != nil || ppid < 0 {
-		return procStat{}, fmt.Errorf("bad parent pid %q", fields[1])
-	}
-	start, err := strconv.ParseUint(string(fields[19]), 10, 64)
-	if err != nil {
-		return procStat{}, fmt.Errorf("bad start time %q", fields[19])
-	}
-	return procStat{State: fields[0][0], PPID: ppid, StartTime: start}, nil
 }
 
 // Hierarchies the check can use, in order of preference: the cgroup2

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/collie-linux/collie/internal/linux/procstat"
 	"golang.org/x/sys/unix"
 )
 
@@ -188,7 +189,7 @@ func (c *Checker) Check(conn syscall.Conn) (Caller, error) {
 	// to name the caller's pid.
 	var (
 		buf  [4096]byte
-		st   procStat
+		st   procstat.Stat
 		info *unix.PidfdInfo
 	)
 	if pidfd >= 0 && !c.noPidfdInfo {
@@ -265,7 +266,7 @@ func (c *Checker) Check(conn syscall.Conn) (Caller, error) {
 // still returns nil when the caller's pid still names the process judged:
 // the data read was the caller's only if it does (a zombie's pid is not
 // reused either, but a zombie is no caller).
-func (c *Checker) still(who Caller, pidfd int, hasInfo bool, st procStat, buf []byte) error {
+func (c *Checker) still(who Caller, pidfd int, hasInfo bool, st procstat.Stat, buf []byte) error {
 	if pidfd >= 0 {
 		again := unix.PidfdInfo{Mask: unix.PIDFD_INFO_PID}
 		if hasInfo {
@@ -292,7 +293,7 @@ func (c *Checker) still(who Caller, pidfd int, hasInfo bool, st procStat, buf []
 // the child that names it as parent. A parent that exited during the walk
 // and whose pid another process took fails one or the other, which breaks
 // the link rather than judging the other process's parents.
-func (c *Checker) walk(who Caller, caller procStat, pidfd int, buf []byte) error {
+func (c *Checker) walk(who Caller, caller procstat.Stat, pidfd int, buf []byte) error {
 	ppid, childStart := caller.PPID, caller.StartTime
 	for attempt := 0; attempt < 3; attempt++ {
 		p, start, broken := ppid, childStart, false
@@ -330,7 +331,7 @@ func (c *Checker) walk(who Caller, caller procStat, pidfd int, buf []byte) error
 // childStart, pinning p while it reads. ok is false when the link is
 // broken: p exited, or the process now at p started after the child, so it
 // took the pid of the child's parent.
-func (c *Checker) parent(p int, childStart uint64, buf []byte) (st procStat, ok bool, err error) {
+func (c *Checker) parent(p int, childStart uint64, buf []byte) (st procstat.Stat, ok bool, err error) {
 	pfd := -1
 	if !c.noPidfd {
 		switch fd, err := unix.PidfdOpen(p, 0); {
@@ -338,35 +339,35 @@ func (c *Checker) parent(p int, childStart uint64, buf []byte) (st procStat, ok 
 			pfd = fd
 			defer unix.Close(pfd)
 		case errors.Is(err, unix.ESRCH):
-			return procStat{}, false, nil
+			return procstat.Stat{}, false, nil
 		}
 	}
 	st, err = c.stat(p, buf)
 	if errors.Is(err, os.ErrNotExist) {
-		return procStat{}, false, nil
+		return procstat.Stat{}, false, nil
 	}
 	if err != nil {
-		return procStat{}, false, err
+		return procstat.Stat{}, false, err
 	}
 	// Signal 0 only asks whether the process is still there; EPERM (a
 	// parent of another user, such as sudo) says it is.
 	if pfd >= 0 && errors.Is(unix.PidfdSendSignal(pfd, 0, nil, 0), unix.ESRCH) {
-		return procStat{}, false, nil // exited while read: the stat may be another's
+		return procstat.Stat{}, false, nil // exited while read: the stat may be another's
 	}
 	if st.StartTime > childStart {
-		return procStat{}, false, nil
+		return procstat.Stat{}, false, nil
 	}
 	return st, true, nil
 }
 
-func (c *Checker) stat(pid int, buf []byte) (procStat, error) {
+func (c *Checker) stat(pid int, buf []byte) (procstat.Stat, error) {
 	b, err := readSmall(c.proc+"/"+strconv.Itoa(pid)+"/stat", buf)
 	if err != nil {
-		return procStat{}, err
+		return procstat.Stat{}, err
 	}
-	st, err := parseStat(b)
+	st, err := procstat.Parse(b)
 	if err != nil {
-		return procStat{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		return procstat.Stat{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
 	return st, nil
 }

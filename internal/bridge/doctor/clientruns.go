@@ -1,7 +1,6 @@
 package doctor
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/collie-linux/collie/internal/agent/ask"
 	"github.com/collie-linux/collie/internal/agent/runrecord"
+	"github.com/collie-linux/collie/internal/linux/procstat"
 )
 
 // Proc is a process of the user: its id, its parent's, and its command
@@ -177,22 +177,16 @@ func procsFromSystem() ([]Proc, error) {
 		if err != nil {
 			continue // it exited
 		}
-		// pid (comm) state ppid ...: comm can hold spaces and parentheses.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
+		st, err := procstat.Parse(stat)
+		if err != nil {
 			continue
 		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
 		cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline"))
 		if err != nil {
 			continue
 		}
 		argv := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-		procs = append(procs, Proc{PID: pid, PPID: ppid, Argv: argv})
+		procs = append(procs, Proc{PID: pid, PPID: st.PPID, Argv: argv})
 	}
 	return procs, nil
 }
