@@ -38,7 +38,7 @@ func Diff(base, cur *Snapshot) (*Delta, bool) {
 				if bc.ID != cc.ID {
 					return nil, false
 				}
-				cd, ok := diffConversation(bc, cc)
+				cd, ok := diffConversation(bc, cc, false)
 				if !ok {
 					return nil, false
 				}
@@ -65,8 +65,23 @@ func Diff(base, cur *Snapshot) (*Delta, bool) {
 	return d, true
 }
 
-// diffConversation is nil when nothing changed.
-func diffConversation(b, c *Conversation) (*ConversationDelta, bool) {
+// DiffConversation returns the change from b to c, two states of one
+// conversation the bridge holds (cleaned: no id is given twice in a list,
+// and a list once handed out is never changed), as a ConversationDelta
+// applies it: nil when nothing changed. The device API answers a read
+// since a revision with it.
+//
+// An item or question list that only grew in place (a snapshot delta's
+// appends) costs the change alone: its first elements are the same memory.
+// Otherwise lists are compared element by element, as Diff does.
+func DiffConversation(b, c *Conversation) *ConversationDelta {
+	cd, _ := diffConversation(b, c, true)
+	return cd
+}
+
+// diffConversation is nil when nothing changed. cleaned: b and c are
+// states the bridge holds (see DiffConversation).
+func diffConversation(b, c *Conversation, cleaned bool) (*ConversationDelta, bool) {
 	cd := &ConversationDelta{ID: c.ID}
 	changed := false
 	if b.Title != c.Title {
@@ -78,11 +93,11 @@ func diffConversation(b, c *Conversation) (*ConversationDelta, bool) {
 		cd.Closed, changed = &cl, true
 	}
 	var ok bool
-	cd.RemoveItems, cd.Items, ok = diffList(b.Items, c.Items, func(it *Item) string { return it.ID }, itemEqual)
+	cd.RemoveItems, cd.Items, ok = diffList(b.Items, c.Items, cleaned, func(it *Item) string { return it.ID }, itemEqual)
 	if !ok {
 		return nil, false
 	}
-	cd.RemoveQuestions, cd.Questions, ok = diffList(b.Questions, c.Questions, func(q *Question) string { return q.ID },
+	cd.RemoveQuestions, cd.Questions, ok = diffList(b.Questions, c.Questions, cleaned, func(q *Question) string { return q.ID },
 		func(x, y *Question) bool { return reflect.DeepEqual(x, y) })
 	if !ok {
 		return nil, false
@@ -96,9 +111,14 @@ func diffConversation(b, c *Conversation) (*ConversationDelta, bool) {
 // diffList says how to turn list b into c: ids to remove, then elements
 // to put (in place when the id is there, else at the end). The common
 // case, a list that only grew and changed near its end, costs one pass
-// without maps.
-func diffList[T any](b, c []T, id func(*T) string, eq func(x, y *T) bool) (remove []string, put []T, ok bool) {
+// without maps. cleaned: ids are unique in b and in c, and a prefix c
+// shares with b in memory is b's content (the bridge's states, never
+// changed once made).
+func diffList[T any](b, c []T, cleaned bool, id func(*T) string, eq func(x, y *T) bool) (remove []string, put []T, ok bool) {
 	n := len(b)
+	if cleaned && n <= len(c) && (n == 0 || &b[0] == &c[0]) {
+		return nil, c[n:len(c):len(c)], true // read only: never appended to
+	}
 	if n <= len(c) {
 		same := true
 		for i := range n {
@@ -107,7 +127,7 @@ func diffList[T any](b, c []T, id func(*T) string, eq func(x, y *T) bool) (remov
 				break
 			}
 		}
-		if same && unique(c, id) {
+		if same && (cleaned || unique(c, id)) {
 			for i := range n {
 				if !eq(&b[i], &c[i]) {
 					put = append(put, c[i])
@@ -116,7 +136,7 @@ func diffList[T any](b, c []T, id func(*T) string, eq func(x, y *T) bool) (remov
 			return nil, append(put, c[n:]...), true
 		}
 	}
-	if !unique(b, id) || !unique(c, id) {
+	if !cleaned && (!unique(b, id) || !unique(c, id)) {
 		return nil, nil, false
 	}
 	inC := make(map[string]struct{}, len(c))
