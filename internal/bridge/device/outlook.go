@@ -63,10 +63,13 @@ type tracker struct {
 
 	mu   sync.Mutex
 	last *outlook
+	// past are each agent's latest parts, oldest first (since.go): a
+	// device reads a conversation since one of their revisions.
+	past map[string][]*agentParts
 }
 
 func newTracker(v func() []view.Agent, epoch string) *tracker {
-	return &tracker{view: v, epoch: epoch, last: &outlook{byName: map[string]*agentParts{}}}
+	return &tracker{view: v, epoch: epoch, last: &outlook{byName: map[string]*agentParts{}}, past: map[string][]*agentParts{}}
 }
 
 // etag is the strong entity tag of revision rev.
@@ -93,12 +96,18 @@ func (t *tracker) current() *outlook {
 		p := old
 		if old == nil || old.snap != a.Snapshot || old.status != a.AgentStatus {
 			p = parts(a, old, next)
+			t.remember(a.Name, p)
 		}
 		if old == nil || p.rev != old.rev || i >= len(prev.agents) || prev.agents[i].Name != a.Name {
 			changed = true
 		}
 		out.agents = append(out.agents, a)
 		out.byName[a.Name] = p
+	}
+	for name := range t.past {
+		if _, ok := out.byName[name]; !ok {
+			delete(t.past, name)
+		}
 	}
 	if !changed {
 		// The same content, perhaps in new snapshots: keep the revision,

@@ -45,11 +45,17 @@ type AgentsReply struct {
 }
 
 // ConversationReply is the reply to GET
-// /api/v1/agents/{agent}/conversations/{id}.
+// /api/v1/agents/{agent}/conversations/{id}: the conversation whole, or,
+// for a read since a revision the bridge still holds, only what changed
+// since (since.go).
 type ConversationReply struct {
-	Agent        string            `json:"agent"`
-	Rev          int64             `json:"rev"`
-	Conversation wire.Conversation `json:"conversation"`
+	Agent        string             `json:"agent"`
+	Rev          int64              `json:"rev"`
+	Conversation *wire.Conversation `json:"conversation,omitempty"`
+	// Since is the revision Delta applies to; with Delta, the reply's
+	// mark (and the Collie-Delta header's).
+	Since int64                   `json:"since,omitempty"`
+	Delta *wire.ConversationDelta `json:"delta,omitempty"`
 }
 
 // notModified answers 304 when the request's If-None-Match names etag,
@@ -151,8 +157,23 @@ func (a *API) conversationRead(w http.ResponseWriter, r *http.Request) {
 	if notModified(w, r, a.outlook.etag(c.rev)) {
 		return
 	}
+	cur, _ := findConversation(p.snap, id)
 	reply := ConversationReply{Agent: name, Rev: c.rev}
-	reply.Conversation, _ = findConversation(p.snap, id)
+	if since := r.URL.Query().Get("since"); since != "" {
+		if base, rev, ok := a.outlook.since(name, id, since); ok {
+			d := wire.DiffConversation(&base, &cur)
+			if d == nil {
+				d = &wire.ConversationDelta{ID: id}
+			}
+			if worthDelta(d, &cur) {
+				w.Header().Set(wire.DeltaHeader, a.outlook.etag(rev))
+				reply.Since, reply.Delta = rev, d
+				replyRead(w, r, reply)
+				return
+			}
+		}
+	}
+	reply.Conversation = &cur
 	replyRead(w, r, reply)
 }
 

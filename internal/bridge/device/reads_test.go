@@ -264,7 +264,7 @@ func TestConversationRead(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &cr); status != 200 || err != nil {
 		t.Fatalf("read c1: %d %v %s", status, err, body)
 	}
-	if want := deltaView()[0].Snapshot.Spaces[0].Tabs[0].Conversations[0]; cr.Agent != "demo" || cr.Rev < 1 || !reflect.DeepEqual(cr.Conversation, want) {
+	if want := deltaView()[0].Snapshot.Spaces[0].Tabs[0].Conversations[0]; cr.Agent != "demo" || cr.Rev < 1 || cr.Conversation == nil || !reflect.DeepEqual(*cr.Conversation, want) {
 		t.Fatalf("read c1: %+v, want %+v", cr, want)
 	}
 	status, _, body = f.get(t, "/api/v1/agents", "")
