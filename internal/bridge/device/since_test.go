@@ -36,11 +36,13 @@ func (g *streamGen) item() wire.Item {
 	return wire.Item{ID: g.id("i"), Kind: wire.KindText, Role: "agent", Text: fmt.Sprint("line ", g.next, strings.Repeat(" text", g.r.IntN(60)))}
 }
 
-func (g *streamGen) start() {
+// start makes the first state: conversations c1, of at least n items,
+// and c2.
+func (g *streamGen) start(n int) {
 	s := &wire.Snapshot{Spaces: []wire.Space{{ID: "s", Title: "S", Tabs: []wire.Tab{{ID: "t", Title: "T"}}}}}
-	for _, id := range []string{"c1", "c2"} {
+	for i, id := range []string{"c1", "c2"} {
 		c := wire.Conversation{ID: id, Title: "Chat " + id}
-		for range 5 + g.r.IntN(30) {
+		for range 5 + g.r.IntN(30) + n*(1-i) {
 			c.Items = append(c.Items, g.item())
 		}
 		s.Spaces[0].Tabs[0].Conversations = append(s.Spaces[0].Tabs[0].Conversations, c)
@@ -168,7 +170,7 @@ func TestConversationSince_AppliedDeltasEqualWholeReads(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			f := newFixture(t)
 			g := &streamGen{r: rand.New(rand.NewPCG(seed, 3))}
-			g.start()
+			g.start(0)
 			f.setView(g.view())
 			dev := map[string]*held{}
 			for _, id := range []string{"c1", "c2"} {
@@ -218,7 +220,7 @@ func TestConversationSince_AppliedDeltasEqualWholeReads(t *testing.T) {
 func TestConversationSince_ReadsWhole(t *testing.T) {
 	f := newFixture(t)
 	g := &streamGen{r: rand.New(rand.NewPCG(1, 2))}
-	g.start()
+	g.start(0)
 	f.setView(g.view())
 	first, _, _ := readSince(t, f, "c1", nil)
 	ep, _, _ := strings.Cut(strings.Trim(first.etag, `"`), ".")
@@ -270,7 +272,7 @@ func TestConversationSince_ReadsWhole(t *testing.T) {
 // a new snapshot takes the last one's place.
 func TestConversationSince_Kept(t *testing.T) {
 	g := &streamGen{r: rand.New(rand.NewPCG(5, 5))}
-	g.start()
+	g.start(0)
 	tr := newTracker(g.view, "e")
 	tr.current()
 	count := func() int { tr.mu.Lock(); defer tr.mu.Unlock(); return len(tr.past["demo"]) }

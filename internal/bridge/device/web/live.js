@@ -88,7 +88,7 @@ let stateRev = ''; // the ETag of the state the page holds whole, unquoted
 let eventRev = ''; // the revision the last change event named
 export let order = []; // agent names, as /api/v1/state lists them
 export const agents = new Map(); // agent name → outline agent
-export const convs = new Map(); // conversation key → { conv, rev }
+export const convs = new Map(); // conversation key → { conv, rev, etag }
 export const pending = new Map(); // parts to read: key → { agent, id (a conversation) or undefined (the outline) }
 let wantAll = false;
 let reading = false;
@@ -183,20 +183,96 @@ async function readOutline(name) {
   return true;
 }
 
+// readConversation reads a conversation the feed says changed: since
+// the revision the page holds, only what changed (the bridge answers a
+// delta, marked by "since", or the whole conversation); on any doubt
+// about a delta, whole.
 async function readConversation(name, id) {
-  const r = await call('GET', '/agents/' + encodeURIComponent(name) + '/conversations/' + encodeURIComponent(id));
-  if (view !== 'main') return false;
-  if (r.status === 401) {
-    showRefused(r);
-    return false;
-  }
-  if (r.status === 404) {
-    convs.delete(name + SEP + id);
+  const key = name + SEP + id;
+  const path = '/agents/' + encodeURIComponent(name) + '/conversations/' + encodeURIComponent(id);
+  for (let whole = false; ; whole = true) {
+    const have = whole ? null : convs.get(key);
+    const base = have && have.etag ? have.etag : '';
+    const r = await call('GET', base ? path + '?since=' + encodeURIComponent(base) : path, undefined, base);
+    if (view !== 'main') return false;
+    if (r.status === 401) {
+      showRefused(r);
+      return false;
+    }
+    if (r.status === 404) {
+      convs.delete(key);
+      return true;
+    }
+    if (r.status === 304 && base) return true;
+    const d = r.ok && r.data && typeof r.data === 'object' ? r.data : null;
+    if (!d) return false;
+    let conv = null;
+    if (d.delta !== undefined) {
+      const now = convs.get(key);
+      if (have && now === have && d.since === have.rev) conv = applyDelta(have.conv, d.delta);
+      if (!conv) continue; // in doubt: read it whole
+    } else if (d.conversation && typeof d.conversation === 'object') {
+      conv = d.conversation;
+    } else {
+      return false;
+    }
+    convs.set(key, { conv, rev: num(d.rev), etag: r.etag });
     return true;
   }
-  if (!r.ok || !r.data || typeof r.data.conversation !== 'object' || !r.data.conversation) return false;
-  convs.set(name + SEP + id, { conv: r.data.conversation, rev: num(r.data.rev) });
-  return true;
+}
+
+// applyDelta applies a delta (docs/device-api.md) to a conversation the
+// page holds and returns the new conversation, or null when it does not
+// apply as the bridge says it does. Objects stay as the bridge sent them:
+// they are drawn exactly as the same objects read whole.
+function applyDelta(c, d) {
+  if (!c || !d || typeof d !== 'object' || d.id !== c.id) return null;
+  const out = Object.assign({}, c);
+  if (d.title !== undefined) {
+    if (typeof d.title !== 'string') return null;
+    out.title = d.title;
+  }
+  if (d.closed !== undefined) {
+    if (typeof d.closed !== 'boolean') return null;
+    out.closed = d.closed;
+  }
+  const items = applyList(list(c.items), d.removeItems, d.items);
+  const questions = applyList(list(c.questions), d.removeQuestions, d.questions);
+  if (!items || !questions) return null;
+  out.items = items;
+  out.questions = questions;
+  return out;
+}
+
+// applyList removes the ids in remove, then puts each of put where its id
+// is, or at the end.
+function applyList(have, remove, put) {
+  if ((remove !== undefined && !Array.isArray(remove)) || (put !== undefined && !Array.isArray(put))) return null;
+  const rm = list(remove);
+  const add = list(put);
+  if (!rm.length && !add.length) return have;
+  const gone = new Set(rm);
+  const out = gone.size ? have.filter((e) => !(e && gone.has(e.id))) : have.slice();
+  // A few changes are looked up from the end, where the stream is; more
+  // build an index once.
+  let at = null;
+  if (add.length > 4) {
+    at = new Map();
+    out.forEach((e, i) => { if (e) at.set(e.id, i); });
+  }
+  for (const e of add) {
+    if (!e || typeof e !== 'object' || typeof e.id !== 'string') return null;
+    let i = -1;
+    if (at) i = at.has(e.id) ? at.get(e.id) : -1;
+    else for (let k = out.length - 1; k >= 0; k -= 1) if (out[k] && out[k].id === e.id) { i = k; break; }
+    if (i < 0) {
+      if (at) at.set(e.id, out.length);
+      out.push(e);
+    } else {
+      out[i] = e;
+    }
+  }
+  return out;
 }
 
 // onChange takes one event of the change feed: what to read again.

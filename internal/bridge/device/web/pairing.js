@@ -44,7 +44,7 @@ export async function call(method, path, body, etag) {
   else if (!resp.ok) message = 'The bridge answered ' + resp.status + (resp.statusText ? ' ' + resp.statusText : '') + '.';
   // The fix, kept apart from the message by the bridge, reads after it.
   if (err && typeof err.hint === 'string' && err.hint) message += (message ? ' ' : '') + err.hint.charAt(0).toUpperCase() + err.hint.slice(1) + '.';
-  return { ok: resp.ok, status: resp.status, data, code: err && typeof err.code === 'string' ? err.code : '', message };
+  return { ok: resp.ok, status: resp.status, data, code: err && typeof err.code === 'string' ? err.code : '', message, etag: resp.headers.get('ETag') || '' };
 }
 
 export function agentPath(agent, write) {
