@@ -3,6 +3,7 @@ package device
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -264,6 +265,19 @@ func TestConversationSince_ReadsWhole(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("an unpaired read since: %d", resp.StatusCode)
+	}
+	// From another site's page: refused before the route, as every read.
+	req, _ = http.NewRequest("GET", f.srv.URL+"/api/v1/agents/demo/conversations/c1?since="+url.QueryEscape(first.etag), nil)
+	req.Header.Set("Authorization", "Bearer "+f.cred)
+	req.Header.Set("Origin", "https://evil.invalid")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), `"cross-site"`) || strings.Contains(string(body), "Chat") {
+		t.Errorf("a read since from another site's page: %d %s", resp.StatusCode, body)
 	}
 }
 
