@@ -40,7 +40,7 @@ type streamSide struct {
 	read     string // how the device reads each changed conversation: "" not at all, "since" as the page does, "whole"
 	wrote    atomic.Int64
 	pid      int
-	send     func(string) // a command to the child bridge (TestLoadChild)
+	send     func(string)  // a command to the child bridge (TestLoadChild)
 	ready    chan struct{} // the device read the state whole
 	events   atomic.Int64
 	got      atomic.Int64 // bytes the device read: the conversations' replies, headers included
