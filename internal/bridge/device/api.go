@@ -126,6 +126,7 @@ func NewAPI(o Options) *API {
 	a.identify = o.Store.Identify
 	a.refusals = newRefusals(RefusalWindow, a.record)
 	a.outlook = newTracker(o.Backend.View, epoch())
+	a.outlook.now = o.Now
 	return a
 }
 

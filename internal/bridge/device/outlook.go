@@ -65,11 +65,12 @@ type tracker struct {
 	last *outlook
 	// past are each agent's latest parts, oldest first (since.go): a
 	// device reads a conversation since one of their revisions.
-	past map[string][]*agentParts
+	past map[string][]kept
+	now  func() time.Time // when parts are superseded (since.go)
 }
 
 func newTracker(v func() []view.Agent, epoch string) *tracker {
-	return &tracker{view: v, epoch: epoch, last: &outlook{byName: map[string]*agentParts{}}, past: map[string][]*agentParts{}}
+	return &tracker{view: v, epoch: epoch, last: &outlook{byName: map[string]*agentParts{}}, past: map[string][]kept{}, now: time.Now}
 }
 
 // etag is the strong entity tag of revision rev.
@@ -104,11 +105,7 @@ func (t *tracker) current() *outlook {
 		out.agents = append(out.agents, a)
 		out.byName[a.Name] = p
 	}
-	for name := range t.past {
-		if _, ok := out.byName[name]; !ok {
-			delete(t.past, name)
-		}
-	}
+	t.prune(out)
 	if !changed {
 		// The same content, perhaps in new snapshots: keep the revision,
 		// and the new pointers, so they are not hashed again.

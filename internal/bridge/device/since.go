@@ -1,8 +1,10 @@
 package device
 
 import (
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/collie-linux/collie/internal/protocol/wire"
 )
@@ -17,33 +19,72 @@ import (
 // the delta would hardly be smaller.
 
 // keptVersions is how many of an agent's latest parts the tracker keeps
-// for reads since a revision. A page reads each change as the feed tells
-// it, so it is rarely more than a change or two behind; one further back
-// reads whole.
-const keptVersions = 4
+// for reads since a revision, and keptFor how long it keeps one after a
+// newer came. A page reads each change as the feed tells it, within a
+// second, so it is rarely more than a change or two behind; one further
+// back, or back from sleep, reads whole.
+const (
+	keptVersions = 4
+	keptFor      = 30 * time.Second
+)
+
+// kept is one of an agent's parts the tracker keeps, and when a newer one
+// came (zero for the newest).
+type kept struct {
+	p    *agentParts
+	gone time.Time
+}
 
 // remember records p, agent name's new parts (t.mu held). Along snapshot
-// deltas the kept snapshots share all but what changed, so keeping a few
-// costs the changes. A whole read shares nothing with the one before, so
-// across one only the parts just before it are kept: a device reading
-// since them pays one change, and the bridge holds at most two copies of
-// the agent's state. Parts whose revisions are all the same as the last
+// deltas the kept snapshots share all but what changed (a list a delta
+// changed in place is a copy of its element headers, about 100 bytes an
+// item). A whole read shares nothing with the one before, so across one
+// only the parts just before it are kept: a device reading since them pays
+// one change, and the bridge holds at most two copies of the agent's
+// state, for keptFor. Parts whose revisions are all the same as the last
 // kept (the same content in a new snapshot) take their place.
 func (t *tracker) remember(name string, p *agentParts) {
 	h := t.past[name]
+	now := t.now()
 	if n := len(h); n > 0 {
 		switch last := h[n-1]; {
-		case last.rev == p.rev:
+		case last.p.rev == p.rev:
 			h = h[:n-1]
-		case !p.line.Since(last.line):
+		case !p.line.Since(last.p.line):
 			h = h[n-1:]
 		}
 	}
 	if len(h) >= keptVersions {
 		h = h[len(h)-keptVersions+1:]
 	}
-	// A new array each time: nothing dropped stays reachable from it.
-	t.past[name] = append(append(make([]*agentParts, 0, len(h)+1), h...), p)
+	// A new list each time: nothing dropped stays reachable from it.
+	next := make([]kept, 0, len(h)+1)
+	for _, k := range h {
+		if k.gone.IsZero() {
+			k.gone = now
+		}
+		next = append(next, k)
+	}
+	t.past[name] = append(next, kept{p: p})
+}
+
+// prune drops the kept parts of agents not in o and those superseded more
+// than keptFor ago (t.mu held).
+func (t *tracker) prune(o *outlook) {
+	now := t.now()
+	for name, h := range t.past {
+		if _, ok := o.byName[name]; !ok {
+			delete(t.past, name)
+			continue
+		}
+		if len(h) > 1 && now.Sub(h[0].gone) > keptFor {
+			i := 0
+			for i < len(h)-1 && now.Sub(h[i].gone) > keptFor {
+				i++
+			}
+			t.past[name] = slices.Clone(h[i:])
+		}
+	}
 }
 
 // since finds conversation id of agent name at the revision the ETag tag
@@ -57,12 +98,15 @@ func (t *tracker) since(name, id, tag string) (wire.Conversation, int64, bool) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	h := t.past[name]
+	h, now := t.past[name], t.now()
 	for i := len(h) - 1; i >= 0; i-- {
-		if c, ok := h[i].convs[id]; ok && c.rev == rev {
+		if !h[i].gone.IsZero() && now.Sub(h[i].gone) > keptFor {
+			break
+		}
+		if c, ok := h[i].p.convs[id]; ok && c.rev == rev {
 			// One revision is one content (outlook.go), so any parts
 			// that have it will do.
-			conv, ok := findConversation(h[i].snap, id)
+			conv, ok := findConversation(h[i].p.snap, id)
 			return conv, rev, ok
 		}
 	}

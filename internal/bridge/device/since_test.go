@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/collie-linux/collie/internal/bridge/view"
 	"github.com/collie-linux/collie/internal/protocol/wire"
@@ -255,6 +256,21 @@ func TestConversationSince_ReadsWhole(t *testing.T) {
 	}
 	if _, delta, _ := readSince(t, f, "c1", &first); delta {
 		t.Error("a base older than the bridge keeps came as a delta")
+	}
+	// Kept for keptFor after a newer revision came, not longer.
+	for _, wait := range []time.Duration{keptFor - time.Second, keptFor + time.Second} {
+		base, _, _ := readSince(t, f, "c1", nil)
+		ns, _, err := g.st.Apply(&wire.Delta{Conversations: []wire.ConversationDelta{{ID: "c1", Items: []wire.Item{g.item()}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.st = ns
+		f.setView(g.view())
+		f.get(t, "/api/v1/agents", "")
+		f.clock.add(wait)
+		if _, delta, _ := readSince(t, f, "c1", &base); delta != (wait < keptFor) {
+			t.Errorf("a base superseded %v ago: delta %v", wait, delta)
+		}
 	}
 	// Without the credential: nothing, since or not.
 	req, _ := http.NewRequest("GET", f.srv.URL+"/api/v1/agents/demo/conversations/c1?since="+url.QueryEscape(first.etag), nil)
