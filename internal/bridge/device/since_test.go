@@ -353,3 +353,32 @@ func FuzzSinceTag(f *testing.F) {
 		}
 	})
 }
+
+// TestWorthDelta: a delta that carries every item and question, or
+// removes more than it leaves out, is not smaller than the conversation.
+func TestWorthDelta(t *testing.T) {
+	items := func(ids ...string) []wire.Item {
+		var out []wire.Item
+		for _, id := range ids {
+			out = append(out, wire.Item{ID: id, Kind: wire.KindText, Text: "x"})
+		}
+		return out
+	}
+	c := &wire.Conversation{ID: "c", Items: items("a", "b", "c"), Questions: []wire.Question{{ID: "q"}}}
+	for _, tt := range []struct {
+		name string
+		d    wire.ConversationDelta
+		want bool
+	}{
+		{"nothing changed", wire.ConversationDelta{ID: "c"}, true},
+		{"one item", wire.ConversationDelta{ID: "c", Items: items("c")}, true},
+		{"every item and question", wire.ConversationDelta{ID: "c", Items: items("a", "b", "c"), Questions: []wire.Question{{ID: "q"}}}, false},
+		{"more removed than left out", wire.ConversationDelta{ID: "c", RemoveItems: []string{"x", "y", "z"}, Items: items("a", "b")}, false},
+		{"as many removed as left out", wire.ConversationDelta{ID: "c", RemoveItems: []string{"x"}, Items: items("a", "b", "c")}, false},
+		{"fewer removed than left out", wire.ConversationDelta{ID: "c", RemoveItems: []string{"x"}, Items: items("c")}, true},
+	} {
+		if got := worthDelta(&tt.d, c); got != tt.want {
+			t.Errorf("%s: worth %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
