@@ -310,10 +310,10 @@ func (a *automaton) usual(s string, j int, prev uint64) (p, n int, resume uint64
 	if len(s)-p < 4 {
 		return p, 0, stStop // j may be len(s)
 	}
-	k := &a.kinds[a.stops[s[j]]>>prev&7]
+	k := &a.kinds[a.stops[s[j]]>>(prev&63)&7]
 	b := s[p : p+4]
 	key := uint32(b[3]) | uint32(b[2])<<8 | uint32(b[1])<<16 | uint32(b[0])<<24
-	hit := b2u(key&k.mask == k.want) & uint32(k.last>>(key>>k.shift&63))
+	hit := b2u(key&k.mask == k.want) & uint32(k.last>>(key>>(k.shift&31)&63))
 	return p, int(k.n) & -int(hit&1), k.resume
 }
 
