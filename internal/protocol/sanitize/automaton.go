@@ -89,25 +89,6 @@ func step(st uint64, b byte, keep uint32) uint64 {
 	return stStop // C0, C1, F5–FF begin nothing; F3 and F4 are judged whole
 }
 
-// resume is the state after byte b, a stop in state st, as if the
-// automaton had not stopped there: the state in which to read on after a
-// stop judged elsewhere. It is stStop where reading on could not be right:
-// after a byte that makes the text invalid, and after F4, whose next
-// byte no state checks.
-func resume(st uint64, b byte) uint64 {
-	switch {
-	case st == stText && b < 0x80: // a control: one byte
-		return stText
-	case st == stText && b == 0xF3: // a tag may follow: three to go
-		return stCont3
-	case st == stC2D8 && b >= 0x80 && b < 0xA0: // the second and last byte
-		return stText
-	case st == stE2EF && (b == 0x80 || b == 0x81 || b == 0xBB): // one to go
-		return stCont1
-	}
-	return stStop
-}
-
 // The kinds of usual stop, indexes into automaton.kinds; kindNone, 0,
 // for any other stop.
 const (
@@ -122,12 +103,15 @@ const (
 )
 
 // stopKind describes a kind of usual stop. The character that holds the
-// stop byte begins at the stop, or one byte before it after C2, D8, E2 or
-// EF. Read from there as a big-endian number of 4 bytes, key, it is one X2
-// removes exactly when key&mask == want and bit key>>shift&63 of last is
-// set: mask and want hold its leading bytes and the top two bits of its
-// continuation bytes (so that it is valid), last the values of the low 6
-// bits of its last byte that make it one X2 removes.
+// stop byte begins there (a control, F3) or one byte before (the lead C2,
+// D8, E2 or EF). Read from its beginning as a big-endian number of 4
+// bytes, key, it is one X2 removes exactly when key&mask == want and bit
+// key>>shift&63 of last is set. mask and want check what the kind leaves
+// open: which lead it has, and the bytes after the stop byte, with the
+// top two bits of each continuation byte, so that the character is whole
+// and valid; last holds the values of the low 6 bits of its last byte
+// that make it one X2 removes. A kind that always removes its character
+// has mask 0 and last all ones.
 type stopKind struct {
 	mask, want uint32
 	last       uint64
@@ -321,7 +305,9 @@ func (a *automaton) usual(s string, j int, prev uint64) (p, n int, resume uint64
 // does not: it returns the character there that X2 changes, its length
 // and fate, or, when the stop was not dirt, the boundary after it with
 // fate kept. It judges by char, from the character that holds the byte
-// before the stop: everything before j is valid UTF-8.
+// before the stop: everything before that character is valid UTF-8 (the
+// character itself may not be, when the automaton read on into it after
+// a usual stop).
 func (a *automaton) judge(s string, j int, prev uint64) (p, n int, f fate) {
 	p = j
 	if prev != stText {
