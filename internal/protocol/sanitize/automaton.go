@@ -130,7 +130,7 @@ func stopKinds() [8]stopKind {
 		kind9C:      {last: all, shift: 16, n: 2, resume: stText},
 		// U+200B–U+200F (E2 80 8B–8F), U+202A–U+202E (E2 80 AA–AE)
 		kindE280: {mask: 0xFFFFC000, want: 0xE2808000, last: 0x1F<<0x0B | 0x1F<<0x2A, shift: 8, n: 3, resume: stCont1},
-		// U+2060 (E2 81 A0), U+2066–U+2069 (E2 81 A6–A9)
+		// U+2060 (E2 81 A0), U+2066–U+2069 (E2 81 A6 and the three after it)
 		kindE281: {mask: 0xFFFFC000, want: 0xE2818000, last: 1<<0x20 | 0xF<<0x26, shift: 8, n: 3, resume: stCont1},
 		// U+FEFF (EF BB BF)
 		kindEFBB: {mask: 0xFFFFC000, want: 0xEFBB8000, last: 1 << 0x3F, shift: 8, n: 3, resume: stCont1},
