@@ -135,7 +135,7 @@ func cleanWhole(s string, i int, a *automaton) (string, bool) {
 		if j == len(s) && prev == stText {
 			break
 		}
-		p, n, f := 0, 0, dropped
+		var p, n int
 		if p, n, st = a.usual(s, j, prev); st != stStop {
 			// A usual stop: the automaton reads on from s[j+1] while
 			// the character at p is judged. The run before it is
@@ -152,6 +152,7 @@ func cleanWhole(s string, i int, a *automaton) (string, bool) {
 		}
 		// Any other stop: the automaton starts again after it.
 		st = stText
+		var f fate
 		if p, n, f = a.judge(s, j, prev); f == kept {
 			i = p
 			continue
