@@ -116,7 +116,8 @@ bench:
 # (the machine may be shared; each side's fastest run counts): a 4 MiB
 # snapshot's DecodeSnapshot against encoding/json.Unmarshal (x_unmarshal,
 # budget 1.5) and Block on 64 KiB of mixed text against the cleaner before it was made fast
-# (new_MB/s, legacy_MB/s, x_legacy). `make bench` prints them too.
+# (new_MB/s, legacy_MB/s, x_legacy) and the one before the byte automaton (x_oracle;
+# on mixed scripts new_GB/s, oracle_GB/s), each with the load. `make bench` prints them too.
 bench-ratios:
 	$(GO) test -run='^$$' -bench='^(BenchmarkSnapshotVsUnmarshal|BenchmarkMixedVsLegacy|BenchmarkMultilingualVsOracle|BenchmarkKeptAliveVsBare|BenchmarkGuardVsPoll|BenchmarkDeltaVsWhole)$$' -benchtime=3s ./internal/protocol/wire ./internal/protocol/sanitize ./internal/bridge/upstream ./internal/bridge/push/guard
 

@@ -15,9 +15,16 @@ import "sync"
 // keep, a byte that makes the text invalid, and the first two bytes of
 // the characters X2 removes (C2 80–9F, D8 9C, E2 80, E2 81, EF BB) or
 // the lead of one it judges whole (F3 for the tags, F4). Some stops are
-// not dirt (D8 8C is the Arabic comma, E2 80 94 a dash): each stop is
-// judged exactly by dropLen, or failing that by char, and the automaton
-// starts again after the character.
+// not dirt (D8 8C is the Arabic comma, E2 80 94 a dash).
+//
+// A stop is judged by its kind, found from the byte and the state before
+// it in a second table packed the same way (stops): a control, C2 80–9F,
+// D8 9C, E2 80, E2 81, EF BB or F3. Each kind says, as a mask and a bit
+// set, which characters that begin so X2 removes, and the state after the
+// stop byte, so that the automaton reads on from the next byte rather
+// than starting again after the character: finding the next stop does
+// not wait for the judgement of this one. Any other stop (invalid bytes,
+// F4, the last 3 bytes of the text) is judged by char.
 
 // The states of the automaton: shift amounts, 6 bits apart. stStop is 0
 // so that testing for it needs no mask.
@@ -33,9 +40,6 @@ const (
 	stC2D8  = 48 // after C2 or D8: stop at C2 80–9F (C1) and D8 80–9F (U+061C)
 	stE2EF  = 54 // after E2 or EF: stop at E2 80, E2 81 and EF BB
 )
-
-// usualStop is the set of states before a stop that dropLen can judge.
-const usualStop uint64 = 1<<stText | 1<<stC2D8 | 1<<stE2EF
 
 var states = [...]uint64{stStop, stText, stCont1, stCont2, stCont3, stE0, stED, stF0, stC2D8, stE2EF}
 
@@ -85,18 +89,95 @@ func step(st uint64, b byte, keep uint32) uint64 {
 	return stStop // C0, C1, F5–FF begin nothing; F3 and F4 are judged whole
 }
 
+// The kinds of usual stop, indexes into automaton.kinds; kindNone, 0,
+// for any other stop.
+const (
+	kindNone    = iota
+	kindControl // an ASCII control the field does not keep, or DEL
+	kindC1      // C2 or D8, then 80–9F but 9C: C1 if the lead is C2
+	kind9C      // C2 9C (C1) or D8 9C (U+061C)
+	kindE280    // E2 or EF, then 80
+	kindE281    // E2 or EF, then 81
+	kindEFBB    // E2 or EF, then BB
+	kindF3      // F3, a tag's lead
+)
+
+// stopKind describes a kind of usual stop. The character that holds the
+// stop byte begins there (a control, F3) or one byte before (the lead C2,
+// D8, E2 or EF). Read from its beginning as a big-endian number of 4
+// bytes, key, it is one X2 removes exactly when key&mask == want and bit
+// key>>shift&63 of last is set. mask and want check what the kind leaves
+// open: which lead it has, and the bytes after the stop byte, with the
+// top two bits of each continuation byte, so that the character is whole
+// and valid; last holds the values of the low 6 bits of its last byte
+// that make it one X2 removes. A kind that always removes its character
+// has mask 0 and last all ones.
+type stopKind struct {
+	mask, want uint32
+	last       uint64
+	shift      uint8  // where the last byte is in key
+	n          uint8  // the character's length
+	resume     uint64 // the state after the stop byte; stStop for kindNone
+}
+
+// stopKinds returns the kinds of usual stop, indexed by kind.
+func stopKinds() [8]stopKind {
+	const all = ^uint64(0)
+	return [8]stopKind{
+		kindNone:    {resume: stStop},
+		kindControl: {last: all, shift: 24, n: 1, resume: stText},
+		kindC1:      {mask: 0xFF000000, want: 0xC2000000, last: all, shift: 16, n: 2, resume: stText},
+		kind9C:      {last: all, shift: 16, n: 2, resume: stText},
+		// U+200B–U+200F (E2 80 8B–8F), U+202A–U+202E (E2 80 AA–AE)
+		kindE280: {mask: 0xFFFFC000, want: 0xE2808000, last: 0x1F<<0x0B | 0x1F<<0x2A, shift: 8, n: 3, resume: stCont1},
+		// U+2060 (E2 81 A0), U+2066–U+2069 (E2 81 A6 and the three after it)
+		kindE281: {mask: 0xFFFFC000, want: 0xE2818000, last: 1<<0x20 | 0xF<<0x26, shift: 8, n: 3, resume: stCont1},
+		// U+FEFF (EF BB BF)
+		kindEFBB: {mask: 0xFFFFC000, want: 0xEFBB8000, last: 1 << 0x3F, shift: 8, n: 3, resume: stCont1},
+		// U+E0000–U+E007F (F3 A0 80–81 80–BF)
+		kindF3: {mask: 0xFFFFFEC0, want: 0xF3A08080, last: all, n: 4, resume: stCont3},
+	}
+}
+
+// kindOf is the kind of the stop at byte b in state st: its kind when
+// the automaton stops there on its way through a character X2 may
+// remove, kindNone otherwise. keep is the set of C0 controls the field
+// keeps.
+func kindOf(st uint64, b byte, keep uint32) uint64 {
+	switch {
+	case st == stText && b < 0x80 && !keptASCII(b, keep):
+		return kindControl
+	case st == stText && b == 0xF3:
+		return kindF3
+	case st == stC2D8 && b == 0x9C:
+		return kind9C
+	case st == stC2D8 && b >= 0x80 && b < 0xA0:
+		return kindC1
+	case st == stE2EF && b == 0x80:
+		return kindE280
+	case st == stE2EF && b == 0x81:
+		return kindE281
+	case st == stE2EF && b == 0xBB:
+		return kindEFBB
+	}
+	return kindNone
+}
+
 // automaton is the table of the automaton for one set of kept controls.
-// It is built once, before main, and only ever read.
+// It is built on first use and only ever read.
 type automaton struct {
-	step [256]uint64 // for byte b, the next state of state st at bit st
-	keep uint32      // the C0 controls the field keeps
+	step  [256]uint64 // for byte b, the next state of state st at bit st
+	stops [256]uint64 // for byte b, the kind of a stop there in state st at bit st
+	kinds [8]stopKind
+	keep  uint32 // the C0 controls the field keeps
 }
 
 func newAutomaton(keep uint32) *automaton {
-	a := &automaton{keep: keep}
+	a := &automaton{keep: keep, kinds: stopKinds()}
 	for b := range 256 {
 		for _, st := range states {
 			a.step[b] |= step(st, byte(b), keep) << st
+			a.stops[b] |= kindOf(st, byte(b), keep) << st
 		}
 	}
 	return a
@@ -121,11 +202,10 @@ func automatonFor(keep uint32) *automaton {
 	return lineAutomaton()
 }
 
-// scan runs the automaton from i, a character boundary, and returns the
-// index of the byte it stopped at, or len(s), with the state before that
-// byte. Printable ASCII between characters goes 8 bytes at a time.
-func (a *automaton) scan(s string, i int) (int, uint64) {
-	st := uint64(stText)
+// scan runs the automaton from s[i] in state st and returns the index of
+// the byte it stopped at, or len(s), with the state before that byte.
+// Printable ASCII between characters goes 8 bytes at a time.
+func (a *automaton) scan(s string, i int, st uint64) (int, uint64) {
 	for len(s)-i >= 8 {
 		if printable8(s[i:]) && st&63 == stText {
 			i += 8
@@ -182,33 +262,54 @@ func (a *automaton) scan(s string, i int) (int, uint64) {
 // run that one U+FFFD replaces) and its fate, never kept. p is len(s)
 // when there is none.
 func (a *automaton) next(s string, i int) (p, n int, f fate) {
+	st := uint64(stText)
 	for {
-		j, prev := a.scan(s, i)
+		j, prev := a.scan(s, i, st)
 		if j == len(s) && prev == stText {
 			return j, 0, kept
+		}
+		if p, n, st = a.usual(s, j, prev); st != stStop {
+			if n > 0 {
+				return p, n, dropped
+			}
+			i = j + 1
+			continue
 		}
 		if p, n, f = a.judge(s, j, prev); f != kept {
 			return p, n, f
 		}
-		i = p
+		i, st = p, stText
 	}
 }
 
-// judge judges the stop at s[j], prev the state before it: it returns
-// the character there that X2 changes, its length and fate, or, when
-// the stop was not dirt, the boundary after it with fate kept.
-func (a *automaton) judge(s string, j int, prev uint64) (p, n int, f fate) {
-	// The usual stop: the character begins at j, or at j-1 when j is the
-	// second byte of one that may be removed. Judged with no branch on
-	// its kind, so that dirt of every kind mixed costs no more than one.
+// usual judges the stop at s[j], prev the state before it, if it is a
+// usual one: one of its kinds, with the 4 bytes from where its character
+// begins in s. It returns p, where the character begins, its length n if
+// X2 removes it and 0 if not, and the state in which to read on from
+// s[j+1]. For any other stop it returns the state stStop: judge judges
+// it. Judged with no branch on its kind, so that dirt of every kind mixed
+// costs no more than one.
+func (a *automaton) usual(s string, j int, prev uint64) (p, n int, resume uint64) {
 	p = j - int(b2u(prev != stText))
-	if usualStop>>prev&1 != 0 {
-		if n = dropLen(s, p, a.keep); n > 0 {
-			return p, n, dropped
-		}
+	if len(s)-p < 4 {
+		return p, 0, stStop // j may be len(s)
 	}
-	// Anything else is judged by char, from the character that holds the
-	// byte before the stop: everything before j is valid UTF-8.
+	k := &a.kinds[a.stops[s[j]]>>(prev&63)&7]
+	b := s[p : p+4]
+	key := uint32(b[3]) | uint32(b[2])<<8 | uint32(b[1])<<16 | uint32(b[0])<<24
+	hit := b2u(key&k.mask == k.want) & uint32(k.last>>(key>>(k.shift&31)&63))
+	return p, int(k.n) & -int(hit&1), k.resume
+}
+
+// judge judges the stop at s[j], prev the state before it, that usual
+// does not: it returns the character there that X2 changes, its length
+// and fate, or, when the stop was not dirt, the boundary after it with
+// fate kept. It judges by char, from the character that holds the byte
+// before the stop: everything before that character is valid UTF-8 (the
+// character itself may not be, when the automaton read on into it after
+// a usual stop).
+func (a *automaton) judge(s string, j int, prev uint64) (p, n int, f fate) {
+	p = j
 	if prev != stText {
 		p = j - 1
 		for s[p]&0xC0 == 0x80 {
@@ -233,34 +334,6 @@ func (a *automaton) prefix(s string) int {
 	return p
 }
 
-// dropLen returns the length of the character at s[p] if X2 removes it
-// and 0 if it does not or cannot tell from the 4 bytes at p (near the
-// end of s). It reads the character's bytes as one big-endian number, the
-// key, and compares that with the encodings of what X2 removes, with no
-// branch. Every range holds only whole, valid encodings, so a key that
-// matches is a character X2 removes.
-func dropLen(s string, p int, keep uint32) int {
-	if len(s)-p < 4 {
-		return 0
-	}
-	b := s[p : p+4]
-	n := seqLen[b[0]]
-	key := (uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])) >> ((32 - 8*n) & 31)
-	hit := b2u(key < 0x20)&(^keep>>(key&31)) | // C0 the field does not keep
-		b2u(key == 0x7F) | // DEL
-		b2u(key-0xC280 < 0x20) | // C1: C2 80–C2 9F
-		b2u(key == 0xD89C) | // U+061C
-		b2u(key-0xE2808B < 5) | // U+200B–U+200F
-		b2u(key-0xE280AA < 5) | // U+202A–U+202E
-		b2u(key == 0xE281A0) | // U+2060
-		b2u(key-0xE281A6 < 4) | // U+2066–U+2069
-		b2u(key == 0xEFBBBF) | // U+FEFF
-		b2u(key&0xFFFFFEC0 == 0xF3A08080) // U+E0000–U+E007F: F3 A0 80–81 80–BF
-	// A continuation byte (n 0) matches no range: its key is 4 bytes
-	// from 80 up, and the only 4-byte range begins with F3.
-	return int(n) & -int(hit)
-}
-
 // b2u is 1 for true and 0 for false; the compiler makes it a SETcc.
 func b2u(b bool) uint32 {
 	if b {
@@ -268,25 +341,3 @@ func b2u(b bool) uint32 {
 	}
 	return 0
 }
-
-// seqLen is the length of the sequence a byte begins if it is valid: 1
-// for ASCII, 0 for a continuation byte, 2 for C0–DF, 3 for E0–EF and 4
-// for F0–FF. dropLen's ranges hold no invalid lead, so C0, C1 and F5–FF
-// need no entry of their own.
-const seqLen = "" +
-	"\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01" + // 0_
-	"\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01" + // 1_
-	"\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01" + // 2_
-	"\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01" + // 3_
-	"\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01" + // 4_
-	"\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01" + // 5_
-	"\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01" + // 6_
-	"\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01" + // 7_
-	"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" + // 8_
-	"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" + // 9_
-	"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" + // A_
-	"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" + // B_
-	"\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02" + // C_
-	"\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02" + // D_
-	"\x03\x03\x03\x03\x03\x03\x03\x03\x03\x03\x03\x03\x03\x03\x03\x03" + // E_
-	"\x04\x04\x04\x04\x04\x04\x04\x04\x04\x04\x04\x04\x04\x04\x04\x04" // F_

@@ -1,6 +1,8 @@
 package sanitize
 
 import (
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -94,11 +96,14 @@ func sprinkled(n int) string {
 
 // BenchmarkMixedVsLegacy is the cleaner's speed figure: Block on
 // 64 KiB of mixed text, the cleaner against the one before it was made faster
-// (legacyClean, kept in legacy_test.go), run alternately so both see the
-// same machine. new_MB/s and legacy_MB/s are their throughputs and
-// x_legacy how many times faster the new one is, each from the fastest of
-// its runs: on a shared machine a run that was descheduled says nothing
-// about the code.
+// (legacyClean, kept in legacy_test.go) and the one before the byte
+// automaton (oracleClean, kept in oracle_test.go), run alternately so all
+// see the same machine. new_MB/s and legacy_MB/s are their throughputs,
+// x_legacy and x_oracle how many times faster the new one is than each,
+// each from the fastest of its runs: on a shared machine a run that was
+// descheduled says nothing about the code. Each case is one text cleaned
+// over and over, which a branch predictor may learn (see
+// BenchmarkMultilingualVsOracle).
 func BenchmarkMixedVsLegacy(b *testing.B) {
 	for _, tc := range []struct {
 		name  string
@@ -116,18 +121,23 @@ func BenchmarkMixedVsLegacy(b *testing.B) {
 				b.Fatal("the new cleaner and the legacy one disagree")
 			}
 			b.SetBytes(int64(len(tc.s)))
-			var fast, slow best
+			var fast, slow, oracle best
 			for b.Loop() {
 				t0 := time.Now()
 				Block(tc.s, tc.limit)
 				t1 := time.Now()
 				legacyClean(tc.s, tc.limit, inBytes, layout)
+				t2 := time.Now()
+				oracleClean(tc.s, tc.limit, inBytes, layout)
 				fast.add(t1.Sub(t0))
-				slow.add(time.Since(t1))
+				slow.add(t2.Sub(t1))
+				oracle.add(time.Since(t2))
 			}
 			b.ReportMetric(fast.mbps(len(tc.s)), "new_MB/s")
 			b.ReportMetric(slow.mbps(len(tc.s)), "legacy_MB/s")
 			b.ReportMetric(float64(slow.d)/float64(fast.d), "x_legacy")
+			b.ReportMetric(float64(oracle.d)/float64(fast.d), "x_oracle")
+			reportLoad(b)
 		})
 	}
 }
@@ -146,6 +156,21 @@ func (m *best) add(d time.Duration) bool {
 
 // mbps is the throughput, in MB/s, of n bytes in the best time.
 func (m *best) mbps(n int) float64 { return float64(n) / m.d.Seconds() / 1e6 }
+
+// reportLoad reports the one-minute load average as the metric load, so
+// that a figure is read with the load it was taken at.
+func reportLoad(b *testing.B) {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		b.Logf("no load average: %v", err)
+		return
+	}
+	if f := strings.Fields(string(raw)); len(f) > 0 {
+		if load, err := strconv.ParseFloat(f[0], 64); err == nil {
+			b.ReportMetric(load, "load")
+		}
+	}
+}
 
 // utf8Text returns at most n bytes of clean text, most of it multi-byte.
 func utf8Text(n int) string {

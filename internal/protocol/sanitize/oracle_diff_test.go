@@ -79,38 +79,42 @@ func TestCleanVsOracleEdges(t *testing.T) {
 	}
 }
 
-// TestDropLen: dropLen, the automaton's judgement of a usual stop, says
-// "removed" for every code point X2 removes and, among all 4-byte
-// windows, only for whole valid encodings of one of them, with the
-// oracle's length, in single-line and multi-line fields (X2 steps 1, 2).
-func TestDropLen(t *testing.T) {
+// TestUsualStops: usual, the automaton's judgement of a usual stop, says
+// "removed" for every code point X2 removes, with the oracle's length, and
+// for nothing else, among all code points and all 4-byte windows, in
+// single-line and multi-line fields (X2 steps 1, 2); the automaton stops
+// in every character X2 removes; and after a usual stop it reads on in
+// the state it would have reached without stopping: through the rest of
+// a valid character to its end, and never past an invalid one (X2 step
+// 0).
+func TestUsualStops(t *testing.T) {
 	for _, keep := range []uint32{0, layout} {
+		a := automatonFor(keep)
 		for r := rune(0); r <= utf8.MaxRune; r++ {
 			if r >= 0xD800 && r <= 0xDFFF {
 				continue
 			}
 			s := string(r) + "xyz"
 			n, f := oracleChar(s, 0, keep)
-			want := 0
-			if f == oracleDropped {
-				want = n
+			j, prev := a.scan(s, 0, stText)
+			if f == oracleDropped && j >= n {
+				t.Fatalf("X2: the automaton does not stop in U+%04X (keep %#x)", r, keep)
 			}
-			if got := dropLen(s, 0, keep); got != want {
-				t.Fatalf("X2: dropLen(U+%04X, keep %#x) = %d, want %d", r, keep, got, want)
+			if f == oracleDropped && r < 0x100000 {
+				// Every character X2 removes is a usual stop.
+				if p, got, resume := a.usual(s, j, prev); resume == stStop || p != 0 || got != n {
+					t.Fatalf("X2: usual(U+%04X, keep %#x) = %d, %d, state %d; want 0, %d", r, keep, p, got, resume, n)
+				}
 			}
+			checkUsual(t, a, s)
 		}
-		// A key holds only the bytes of its character: bytes past the
-		// length its first byte gives vary only where they count.
+		// Bytes past the length the first byte gives vary only where
+		// they count.
 		for b0 := range 256 {
 			for b1 := range 256 {
 				for b2 := range 256 {
 					for _, b3 := range []byte{0x00, 0x7F, 0x80, 0xBF, 0xC0} {
-						s := string([]byte{byte(b0), byte(b1), byte(b2), b3})
-						if n := dropLen(s, 0, keep); n != 0 {
-							if on, of := oracleChar(s, 0, keep); of != oracleDropped || on != n {
-								t.Fatalf("X2: dropLen(%q, keep %#x) = %d; the oracle says %d, %d", s, keep, n, on, of)
-							}
-						}
+						checkUsual(t, a, string([]byte{byte(b0), byte(b1), byte(b2), b3})+"xyz")
 						if b0 < 0xF0 {
 							break
 						}
@@ -124,5 +128,44 @@ func TestDropLen(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// checkUsual runs the automaton over s, which ends in ASCII, from stop to
+// usual stop, and checks each judgement of usual and the state it reads
+// on in against the oracle, until a stop that is judge's.
+func checkUsual(t *testing.T, a *automaton, s string) {
+	t.Helper()
+	i, st := 0, uint64(stText)
+	for {
+		j, prev := a.scan(s, i, st)
+		if j == len(s) {
+			return
+		}
+		p, n, resume := a.usual(s, j, prev)
+		if resume == stStop {
+			return
+		}
+		on, of := oracleChar(s, p, a.keep)
+		if n > 0 && (of != oracleDropped || on != n) || n == 0 && of == oracleDropped {
+			t.Fatalf("X2: usual(%q, %d) = %d, %d; the oracle says %d, %d (keep %#x)", s, j, p, n, on, of, a.keep)
+		}
+		// Reading on from j+1: to the end of a valid character in
+		// stText without a stop, and to a stop within an invalid one.
+		st = resume
+		k := j + 1
+		for ; k < len(s) && st != stStop && (of == oracleInvalid || k < p+on); k++ {
+			st = a.step[s[k]] >> st & 63
+			if of == oracleInvalid && st == stText {
+				t.Fatalf("X2: after the stop at %d in %q the automaton reads past invalid bytes (keep %#x)", j, s, a.keep)
+			}
+		}
+		if of != oracleInvalid && (st != stText || k != p+on) {
+			t.Fatalf("X2: after the stop at %d in %q the automaton is in state %d at %d, want %d at %d (keep %#x)", j, s, st, k, stText, p+on, a.keep)
+		}
+		if of == oracleInvalid {
+			return
+		}
+		i, st = k, stText
 	}
 }
