@@ -56,7 +56,10 @@ func e2eclient(t *testing.T) string {
 // the bridge's own agent: there the tool's answer is taken and the call
 // runs with no tap, the gap collie run closes. OpenCode's rows gate its
 // bash tool with collie's plugin in the project (collie setup opencode
-// --project).
+// --project). The --sandbox rows run the same under collie run --sandbox
+// (bubblewrap): the clients work in it unchanged, and the tool can no
+// longer connect to the bridge's agent or control socket (see
+// runSelfAnswer).
 func TestCollieRun_ToolCannotAnswer_C2(t *testing.T) {
 	bin := collieBinaries(t)
 	e2e := e2eclient(t)
@@ -167,7 +170,7 @@ func runSelfAnswer(t *testing.T, b *Bridge, c Client, e2e string, how string) {
 		}
 		return
 	}
-	code, ok := waitFile(t, out+".code")
+	code, ok := waitFile(out + ".code")
 	if !ok {
 		reached, _ := os.ReadFile(out + ".reach")
 		t.Fatalf("the tool's answerer did not report within a minute (it reached: %q); the model got %+v\n%v",
@@ -234,8 +237,7 @@ func setCommand(call *fakemodel.Call, c Client, command string) {
 // false after a minute without it. The file's writer is on its own (it
 // outlives the client that started it), so the client's end is no
 // reason to stop waiting.
-func waitFile(t *testing.T, path string) (content string, ok bool) {
-	t.Helper()
+func waitFile(path string) (content string, ok bool) {
 	deadline := time.Now().Add(time.Minute)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
