@@ -33,7 +33,9 @@ type bridgeRow struct {
 	mode string // the client's permission or approval mode
 	hook bool   // collie setup ran
 	// tool is the call the model makes: "shell" (the client's shell tool
-	// runs `echo ran > MARK`) or "write" (its file tool writes MARK).
+	// runs `echo ran > MARK`), "write" (its file tool writes MARK) or
+	// "search" (Gemini's google_web_search for "collie MARK", which
+	// asks the model API: the search ran when that request came).
 	tool string
 	// act is what happens once the card is on the device: "yes" or "no"
 	// (a tap), "none" (nobody answers), "freeze" (the agent is stopped),
@@ -42,7 +44,8 @@ type bridgeRow struct {
 	// (collie is not there), "crash" (collie dies of SIGKILL) and
 	// "control" (no hook: nothing asks), "agent-down" (the agent is
 	// killed before the client starts) and "frozen-before" (the agent is
-	// stopped before the client starts).
+	// stopped before the client starts), "unoffered" (the mode does not
+	// offer the tool: no hook runs and no card comes).
 	act       string
 	wantRan   bool
 	wantInRes string // in the tool result the model is sent next, when it did not run
@@ -103,7 +106,7 @@ func bridgeRows(bypass string, modes []bridgeRow, missing string) []bridgeRow {
 
 // TestClaudeCode_Bridge_D1 runs the real Claude Code through the real
 // bridge and device API in every permission mode (a Write in acceptEdits,
-// which that mode lets through unasked).
+// which that mode lets through unasked; a Bash and a Write in plan mode).
 func TestClaudeCode_Bridge_D1(t *testing.T) {
 	Require(t, Claude)
 	runBridgeRows(t, Claude, bridgeRows("bypassPermissions", []bridgeRow{
@@ -115,6 +118,14 @@ func TestClaudeCode_Bridge_D1(t *testing.T) {
 		{mode: "bypassPermissions", tool: "shell"},
 		{mode: "bypassPermissions", tool: "write", alone: "runs"},
 		{mode: "dontAsk", tool: "shell", alone: "refused"},
+		// Plan mode: the hook is asked first, and its deny is what the
+		// model is told; a yes does not lift the mode's own refusal
+		// (Bash goes to auto mode's server-side check, which the fake
+		// API does not pass through; a Write is refused outright).
+		{mode: "plan", tool: "shell", alone: "refused"},
+		{mode: "plan", tool: "shell", act: "yes", wantInRes: "Auto mode is unavailable: its safety check does not run for this session, so Bash was not run"},
+		{mode: "plan", tool: "write", alone: "refused"},
+		{mode: "plan", tool: "write", act: "yes", wantInRes: "while in plan mode"},
 	}, `blocking because onFailure is "block"`))
 }
 
@@ -139,13 +150,21 @@ func TestCodex_Bridge_D1(t *testing.T) {
 
 // TestGemini_Bridge_D1 runs the real Gemini CLI through the real bridge
 // and device API: yolo with its shell and file tools, auto_edit with the
-// file tool it offers there (gemini -p offers the shell in yolo only).
+// file tool it offers there (gemini -p offers the shell in yolo only),
+// and the default mode, where gemini -p offers no tool it would confirm
+// (the shell and file tools are "not found", and no hook runs) but does
+// offer google_web_search, which runs unconfirmed and which the hook
+// gates.
 func TestGemini_Bridge_D1(t *testing.T) {
 	Require(t, Gemini)
 	runBridgeRows(t, Gemini, bridgeRows("yolo", []bridgeRow{
 		{mode: "yolo", tool: "shell"},
 		{mode: "yolo", tool: "write", alone: "runs"},
 		{mode: "auto_edit", tool: "write", alone: "runs"},
+		{mode: "default", tool: "shell", act: "unoffered", wantInRes: `Tool \"run_shell_command\" not found`, alone: "refused"},
+		{mode: "default", tool: "write", act: "unoffered", wantInRes: `Tool \"write_file\" not found`, alone: "refused"},
+		{mode: "default", tool: "search", alone: "runs"},
+		{mode: "default", tool: "search", act: "yes", wantRan: true},
 	}, "Tool execution blocked"))
 }
 
@@ -196,6 +215,11 @@ type toolCall struct {
 func callFor(c Client, tool, mark string) toolCall {
 	n := callSeq.Add(1)
 	id := map[Client]string{Claude: "toolu_", Codex: "call_", Gemini: "gem_", OpenCode: "toolu_"}[c] + fmt.Sprintf("bridge%d_%d", n, time.Now().UnixNano())
+	if tool == "search" { // Gemini's google_web_search: a request to the model API
+		query := "collie " + mark
+		return toolCall{turn: fakemodel.Turn{Call: &fakemodel.Call{Name: "google_web_search", ID: id,
+			Input: map[string]any{"query": query}}}, title: "Search the web for " + query}
+	}
 	if tool == "write" {
 		content := fmt.Sprintf("written by call %d\n", n)
 		name := map[Client]string{Claude: "Write", Gemini: "write_file"}[c]
@@ -325,7 +349,7 @@ func runBridgeRow(t *testing.T, b *Bridge, c Client, tc bridgeRow) {
 	run := startClient(t, s, argv, env)
 	decided := callToResult(api, run.done)
 	switch tc.act {
-	case "missing", "crash", "control", "agent-down", "frozen-before":
+	case "missing", "crash", "control", "agent-down", "frozen-before", "unoffered":
 	default:
 		card, ok := b.Card(mark, run.done)
 		if !ok {
@@ -359,8 +383,24 @@ func runBridgeRow(t *testing.T, b *Bridge, c Client, tc bridgeRow) {
 		}
 	}
 	res := run.wait()
+	if tc.act == "unoffered" {
+		// The mode does not offer the tool, so no hook runs: no card.
+		for _, card := range b.Cards() {
+			if strings.Contains(card.Title, mark) {
+				t.Errorf("a card for a tool the mode does not offer: %q", card.Title)
+			}
+		}
+	}
+	if tc.tool == "search" {
+		if ran := searched(api, mark); ran != tc.wantRan {
+			t.Fatalf("the search ran: %v, want %v\n%v", ran, tc.wantRan, res)
+		}
+		if tc.wantRan {
+			return
+		}
+	}
 	got, statErr := os.ReadFile(mark)
-	if ran := statErr == nil; ran != tc.wantRan {
+	if ran := statErr == nil; ran != tc.wantRan && tc.tool != "search" {
 		t.Fatalf("the tool ran: %v, want %v\n%v", ran, tc.wantRan, res)
 	}
 	if tc.wantRan {
@@ -385,6 +425,18 @@ func runBridgeRow(t *testing.T, b *Bridge, c Client, tc bridgeRow) {
 		t.Fatalf("the client sent the call's result %v after the call; the hook's deny is due within %v, the client's own hook timeout is %v",
 			took, ask.HookDeadline(hookWait), ask.ClientTimeoutFor(hookWait))
 	}
+}
+
+// searched reports whether the client sent the model API the search for
+// mark (Gemini's google_web_search asks the API, with Google Search as
+// its tool, outside the agent loop).
+func searched(api *fakemodel.Server, mark string) bool {
+	for _, r := range api.Requests() {
+		if r.Turn < 0 && strings.Contains(string(r.Body), "collie "+mark) && strings.Contains(string(r.Body), "googleSearch") {
+			return true
+		}
+	}
+	return false
 }
 
 // callToResult measures, in the background, the time from the model's

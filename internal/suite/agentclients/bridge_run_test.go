@@ -56,7 +56,10 @@ func e2eclient(t *testing.T) string {
 // the bridge's own agent: there the tool's answer is taken and the call
 // runs with no tap, the gap collie run closes. OpenCode's rows gate its
 // bash tool with collie's plugin in the project (collie setup opencode
-// --project).
+// --project). The --sandbox rows run the same under collie run --sandbox
+// (bubblewrap): the clients work in it unchanged, and the tool can no
+// longer connect to the bridge's agent or control socket (see
+// runSelfAnswer).
 func TestCollieRun_ToolCannotAnswer_C2(t *testing.T) {
 	bin := collieBinaries(t)
 	e2e := e2eclient(t)
@@ -71,21 +74,29 @@ func TestCollieRun_ToolCannotAnswer_C2(t *testing.T) {
 	}
 	b := StartBridge(t, New(t), bin)
 	for _, c := range clients {
-		for _, under := range []bool{true, false} {
-			name := string(c) + " under collie run"
-			if !under {
-				name = string(c) + " control: without collie run"
-			}
-			t.Run(name, func(t *testing.T) {
+		for _, how := range []string{"run", "sandbox", "control"} {
+			name := map[string]string{"run": " under collie run", "sandbox": " under collie run --sandbox",
+				"control": " control: without collie run"}[how]
+			t.Run(string(c)+name, func(t *testing.T) {
 				t.Parallel()
-				runSelfAnswer(t, b.For(t), c, e2e, under)
+				runSelfAnswer(t, b.For(t), c, e2e, how)
 			})
 		}
 	}
 }
 
-// runSelfAnswer is one row of TestCollieRun_ToolCannotAnswer_C2.
-func runSelfAnswer(t *testing.T, b *Bridge, c Client, e2e string, underRun bool) {
+// runSelfAnswer is one row of TestCollieRun_ToolCannotAnswer_C2: how is
+// "run" (collie run), "sandbox" (collie run --sandbox) or "control"
+// (without collie run, the bridge's own agent).
+//
+// The tool also tries to connect to the bridge's agent's socket, beside
+// the run's in the runtime folder's desk, and to the bridge's control
+// socket. Under collie run it reaches both (the doors --sandbox closes);
+// under --sandbox neither is there. The run's own socket stays in the
+// sandbox, since the client runs its hooks there too: the caller check
+// is what refuses the tool's answer.
+func runSelfAnswer(t *testing.T, b *Bridge, c Client, e2e string, how string) {
+	underRun := how != "control"
 	s := New(t)
 	s.Env = append(s.Env, b.Env()...)
 	collie := installCollie(t, s)
@@ -95,19 +106,23 @@ func runSelfAnswer(t *testing.T, b *Bridge, c Client, e2e string, underRun bool)
 	// finds its question by it.
 	title := ask.HookClientNamed(string(c)).Label + ": Run: echo ran > " + mark
 	spec, _ := json.Marshal(map[string]string{"title": title, "option": "yes"})
-	script := fmt.Sprintf("#!/bin/sh\n%s answer - '%s' > %s.out 2> %s.err\necho $? > %s.tmp && mv %s.tmp %s.code\n",
-		e2e, spec, out, out, out, out, out)
+	control := filepath.Join(b.RuntimeDir, "collie", "control.sock")
+	script := fmt.Sprintf("#!/bin/sh\n%s reach %s %s > %s.reach 2>&1\n%s answer - '%s' > %s.out 2> %s.err\necho $? > %s.tmp && mv %s.tmp %s.code\n",
+		e2e, b.AgentSock, control, out, e2e, spec, out, out, out, out, out)
 	attack := filepath.Join(s.Root, "answer-myself.sh")
 	if err := s.WriteFile(attack, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	start := callFor(c, "shell", attack)
-	// Forked twice, in a session of its own: a client that ends its
-	// tool's process tree when the call returns (Codex, now and then)
-	// cannot take the answerer with it. It is reparented to the nearest
-	// subreaper, which under collie run is the run's agent: still its
-	// descendant, so the caller check still applies.
-	startCmd := "setsid sh -c 'sh " + attack + " &' < /dev/null > /dev/null 2>&1 &"
+	// Forked twice, in a session of its own, and in it before the call
+	// returns: started with a trailing "&", the answerer was now and
+	// then gone before it wrote a line under Codex (under load; most
+	// likely Codex ended the call's process group before setsid had left
+	// it). setsid -w returns only once the session is made and the
+	// answerer started in it. The answerer is reparented
+	// to the nearest subreaper, which under collie run is the run's
+	// agent: still its descendant, so the caller check still applies.
+	startCmd := "setsid -w sh -c 'sh " + attack + " &' < /dev/null > /dev/null 2>&1"
 	setCommand(start.turn.Call, c, startCmd)
 	call := callFor(c, "shell", mark)
 	api := fakemodel.Start([]fakemodel.Turn{start.turn, call.turn, fakemodel.Say("all done")})
@@ -121,7 +136,12 @@ func runSelfAnswer(t *testing.T, b *Bridge, c Client, e2e string, underRun bool)
 	agent := b.AgentName
 	if underRun {
 		agent = "run-" + string(c)
-		argv = append([]string{collie, "run", "--no-systemd", "--name", agent, "--"}, argv...)
+		run := []string{collie, "run", "--no-systemd", "--name", agent}
+		if how == "sandbox" {
+			agent = "box-" + string(c)
+			run = append(run[:len(run)-1], agent, "--sandbox")
+		}
+		argv = append(append(run, "--"), argv...)
 	}
 	timeout := clientTimeout
 	if c == OpenCode {
@@ -150,11 +170,26 @@ func runSelfAnswer(t *testing.T, b *Bridge, c Client, e2e string, underRun bool)
 		}
 		return
 	}
-	code := waitFile(t, out+".code")
+	code, ok := waitFile(out + ".code")
+	if !ok {
+		reached, _ := os.ReadFile(out + ".reach")
+		t.Fatalf("the tool's answerer did not report within a minute (it reached: %q); the model got %+v\n%v",
+			reached, lastResult(api, 1), run.wait())
+	}
 	answered, _ := os.ReadFile(out + ".out")
 	refused, _ := os.ReadFile(out + ".err")
 	if strings.TrimSpace(code) == "0" || !strings.Contains(string(refused), "answer: 403 caller-refused") {
 		t.Fatalf("the tool's answer of its own question: status %s, %s%s", code, answered, refused)
+	}
+	reached, _ := os.ReadFile(out + ".reach")
+	for _, sock := range []string{b.AgentSock, control} {
+		line := sock + ": ok"
+		if how == "sandbox" {
+			line = sock + ": dial unix " + sock + ": connect: no such file or directory"
+		}
+		if !strings.Contains(string(reached), line+"\n") {
+			t.Fatalf("the tool's connection to %s: got\n%s\nwant %q", sock, reached, line)
+		}
 	}
 	// The question is still open on the device: the phone decides.
 	var second bool
@@ -198,21 +233,20 @@ func setCommand(call *fakemodel.Call, c Client, command string) {
 	}
 }
 
-// waitFile waits until path exists and returns what it holds, failing
-// the test after a minute. The file's writer is on its own (it outlives
-// the client that started it), so the client's end is no reason to stop
-// waiting.
-func waitFile(t *testing.T, path string) string {
-	t.Helper()
+// waitFile waits until path exists and returns what it holds; ok is
+// false after a minute without it. The file's writer is on its own (it
+// outlives the client that started it), so the client's end is no
+// reason to stop waiting.
+func waitFile(path string) (content string, ok bool) {
 	deadline := time.Now().Add(time.Minute)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for ; ; <-tick.C {
 		if b, err := os.ReadFile(path); err == nil {
-			return string(b)
+			return string(b), true
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no %s after a minute", path)
+			return "", false
 		}
 	}
 }

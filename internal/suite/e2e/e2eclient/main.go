@@ -12,6 +12,7 @@
 //	e2eclient wait-writes SOCKET OUT      print the pid, wait for a line on stdin, then "writes"
 //	e2eclient tap SOCKET starter|action ID
 //	e2eclient answer SOCKET SPEC          answer the open question SPEC names (JSON)
+//	e2eclient reach SOCKET [SOCKET...]    connect to each socket: "PATH: ok" or "PATH: ERROR"
 //
 // SOCKET "-" means $COLLIE_AGENT_SOCKET, which the agent sets for the
 // commands it runs.
@@ -42,6 +43,9 @@ func main() {
 		os.Exit(2)
 	}
 	mode, sock, rest := os.Args[1], os.Args[2], os.Args[3:]
+	if mode == "reach" {
+		os.Exit(reach(os.Args[2:]))
+	}
 	if sock == "-" { // run by the agent: it says where its socket is
 		sock = os.Getenv("COLLIE_AGENT_SOCKET")
 	}
@@ -79,6 +83,23 @@ func main() {
 		fmt.Fprintln(os.Stderr, "e2eclient:", err)
 		os.Exit(1)
 	}
+}
+
+// reach connects to each socket and says on stdout whether it could, as
+// "PATH: ok" or "PATH: ERROR"; it exits 0 when every one could be reached.
+func reach(socks []string) int {
+	code := 0
+	for _, s := range socks {
+		c, err := net.DialTimeout("unix", s, 5*time.Second)
+		if err != nil {
+			fmt.Printf("%s: %v\n", s, err)
+			code = 1
+			continue
+		}
+		c.Close()
+		fmt.Printf("%s: ok\n", s)
+	}
+	return code
 }
 
 type client struct{ hc *http.Client }
