@@ -27,7 +27,7 @@ import (
 )
 
 func main() {
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 }
 
 const usage = `Usage: %s --hook CLIENT [--agent NAME | --socket PATH] [--timeout DURATION]
@@ -40,7 +40,7 @@ collie-agent(1).
 
 `
 
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	fs := flag.NewFlagSet(hook.ProgramName, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	name := fs.String("hook", "", "be `CLIENT`'s tool hook ("+hook.Names()+")")
@@ -73,12 +73,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return bad("%v", err)
 	}
-	e := hook.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Getenv: os.Getenv}
+	e := hook.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Getenv: getenv}
 	// Whose hook this is, as collie decides it before every command: a
 	// human's asks the agent's socket; an agent's asks the bridge, which
 	// collie does; an incomplete agent environment asks nothing and
 	// denies, never falling back to the human's socket.
-	switch adm := loginstore.Admit(os.Getenv); adm.Kind {
+	switch adm := loginstore.Admit(getenv); adm.Kind {
 	case loginstore.Agent:
 		e.Refused = execCollie(args)
 	case loginstore.FailClosed:

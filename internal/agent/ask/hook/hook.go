@@ -123,11 +123,7 @@ func runHook(ctx context.Context, e Env, h *Adapter, path string, pathErr error,
 	select {
 	case v = <-done:
 	case <-ctx.Done():
-		reason := fmt.Sprintf("No decision within %s; Collie denies by default", Deadline(wait))
-		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			reason = "Collie's hook was stopped before a decision; denied by default"
-		}
-		v = hookVerdict{reason: reason}
+		v = stopped(ctx, wait)
 	}
 	ev := h.Events[0]
 	select {
@@ -135,6 +131,15 @@ func runHook(ctx context.Context, e Env, h *Adapter, path string, pathErr error,
 	default:
 	}
 	return h.Print(e.Stdout, e.Stderr, ev, v.allow, v.reason)
+}
+
+// stopped is the deny when ctx ended before a decision: the deadline,
+// or a signal.
+func stopped(ctx context.Context, wait time.Duration) hookVerdict {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return hookVerdict{reason: fmt.Sprintf("No decision within %s; Collie denies by default", Deadline(wait))}
+	}
+	return hookVerdict{reason: "Collie's hook was stopped before a decision; denied by default"}
 }
 
 // decideHook is runHook's work, run under its deadline. It sends the
@@ -175,6 +180,9 @@ func decideHook(ctx context.Context, e Env, h *Adapter, path string, pathErr err
 	c := e.ClientFor(path)
 	dl, _ := ctx.Deadline()
 	rep, err := c.Wait(ctx, r, dl)
+	if err != nil && ctx.Err() != nil {
+		return stopped(ctx, wait) // the same deny as runHook's, whichever sees the end first
+	}
 	if err != nil {
 		return deny("Collie could not ask (" + e.DescribeErr(err, path) + "); denied by default")
 	}

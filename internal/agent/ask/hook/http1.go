@@ -33,11 +33,9 @@ func (path socketTransport) Do(ctx context.Context, method, route string, body [
 	if err != nil {
 		return nil, err
 	}
-	// The context ends the exchange: its deadline, or its end at any
-	// time, sets the connection's deadline.
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
-	}
+	// The context's end (its deadline, a signal) ends the exchange: it
+	// sets the connection's deadline in the past, and what fails then
+	// fails with the context's error.
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	fail := func(err error) (*Reply, error) {
 		stop()
@@ -147,7 +145,7 @@ func readReply(br *bufio.Reader, method string) (*Reply, error) {
 					return nil, fmt.Errorf("%w: its Content-Length is not one number", errReply)
 				}
 				length = l
-			case strings.EqualFold(name, "Transfer-Encoding"):
+			case strings.EqualFold(name, "Transfer-Encoding") && proto == "HTTP/1.1": // HTTP/1.0 has none
 				if !strings.EqualFold(value, "chunked") || chunked {
 					return nil, fmt.Errorf("%w: a transfer encoding other than chunked", errReply)
 				}
