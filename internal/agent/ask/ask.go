@@ -2,8 +2,9 @@
 // asks the user a question through a durable agent and waits for a
 // human's tap (D1, D6). Asking is open to every local program of the user,
 // the agent's own commands included; answering is not (C2). The package
-// also holds the Claude Code PreToolUse hook adapter and the `grants`
-// command for "always allow".
+// also holds the clients' rows for collie setup and collie doctor (their
+// hook adapters are in ask/hook) and the `grants` command for "always
+// allow".
 //
 // The question goes to the agent's socket as POST /v1/ask, which is not a
 // write in C2's sense: it waits for a human and changes nothing the human
