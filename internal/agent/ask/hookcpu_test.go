@@ -23,7 +23,12 @@ import (
 // on a quiet machine.
 const hookBudget = 20 * time.Millisecond
 
-const maxHookRatio = 100.0
+// maxHookRatio is the most the hook program may cost, in times the
+// smallest Go program measured beside it. It measured 1.9 to 2.2 times
+// (with the load from 2 to 13 on a 2-core machine: a quiet machine's
+// smallest program costs 4 to 6 ms, so the hook about 10); 3 leaves room
+// for the load, and is still well within hookBudget on a quiet machine.
+const maxHookRatio = 3.0
 
 // builtBinaries builds the programs these tests run: the hook program as
 // the client runs it, collie, and the smallest Go program, the baseline
@@ -37,7 +42,11 @@ func builtBinaries(t *testing.T) map[string]string {
 	bins := map[string]string{"collie": "../../../cmd/collie", "collie-hook": "../../../cmd/collie-hook", "startup": "./testdata/startup"}
 	for name, pkg := range bins {
 		bins[name] = filepath.Join(dir, name)
-		if out, err := exec.Command("go", "build", "-o", bins[name], pkg).CombinedOutput(); err != nil {
+		cmd := exec.Command("go", "build", "-o", bins[name], pkg)
+		if name == "collie-hook" {
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build builds it
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("building %s: %v\n%s", pkg, err, out)
 		}
 	}
@@ -66,18 +75,17 @@ func loadavg() string {
 	return strings.TrimSpace(string(b))
 }
 
-// TestHookCPU_NoQuestion measures the adapter's CPU (user + system, from
+// TestHookCPU_NoQuestion measures the hook's CPU (user + system, from
 // the child's rusage) for a tool call that needs no question: an "always
-// allow" grant covers it. The real collie binary runs as the client runs
-// it. In the same loop, one run each in turn, it runs the smallest Go
-// program (what any process start costs on this machine now) and
-// `collie version` (the start of collie itself), so the ratios hold
-// under load where the milliseconds do not. Every number is logged with
-// the load; the test fails when the hook's own work (the hook less
-// collie version) is over 10 ms, or when the hook costs more than
-// hookBudget would on a quiet machine by a wide margin: over 7 times the
-// smallest Go program (on a quiet machine that program costs about 3 ms
-// and the budget is about 6 times that).
+// allow" grant covers it. The hook program (cmd/collie-hook, built as
+// make build builds it) runs as the client runs it. In the same loop, one
+// run each in turn, it runs the smallest Go program (what any process
+// start costs on this machine now), `collie version` (the start of collie
+// itself) and collie ask --hook (the same hook inside collie), so the
+// ratios hold under load where the milliseconds do not. Every number is
+// logged with the load; the test fails when the hook program costs more
+// than maxHookRatio times the smallest Go program, or not less than
+// collie version.
 func TestHookCPU_NoQuestion(t *testing.T) {
 	bins := builtBinaries(t)
 	a := startAgent(t, board.Options{AllowAlways: true, AlwaysFor: time.Hour})
@@ -107,11 +115,6 @@ func TestHookCPU_NoQuestion(t *testing.T) {
 		}
 		return d
 	}
-	extras := strings.Split(os.Getenv("TEMPX"), ":")
-	if extras[0] == "" {
-		extras = nil
-	}
-	extra := make([][]time.Duration, len(extras))
 	for i := range runs {
 		d, _ := cpuOf(t, exec.Command(bins["startup"]))
 		base = append(base, d)
@@ -119,20 +122,6 @@ func TestHookCPU_NoQuestion(t *testing.T) {
 		version = append(version, d)
 		hook = append(hook, run(i, bins["collie-hook"]))
 		askHook = append(askHook, run(i, bins["collie"], "ask"))
-		for j, x := range extras {
-			extra[j] = append(extra[j], run(i, x))
-		}
-	}
-	for j, x := range extras {
-		t.Logf("TEMP %s %v", x, median(extra[j]))
-	}
-	if pp := os.Getenv("TEMPPERF"); pp != "" {
-		os.WriteFile("/tmp/hb/in.json", []byte(sample(t, "webfetch.json")), 0o644)
-		script := "for i in $(seq 200); do " + pp + " --hook claude --socket " + a.path + " --timeout 10s < /tmp/hb/in.json >/dev/null; done"
-		out, err := exec.Command("perf", "record", "-F", "20000", "-g", "-o", "/tmp/hb/perf.data", "--", "sh", "-c", script).CombinedOutput()
-		t.Logf("TEMP perf %v %s", err, out[max(0, len(out)-300):])
-		out, err = exec.Command("perf", "stat", "-e", "task-clock,page-faults,context-switches,cpu-migrations", "--", "sh", "-c", script).CombinedOutput()
-		t.Logf("TEMP perf %v %s", err, out)
 	}
 	b, v, h, ah := median(base), median(version), median(hook), median(askHook)
 	ratio := float64(h) / float64(b)
@@ -141,6 +130,9 @@ func TestHookCPU_NoQuestion(t *testing.T) {
 		runs, ms(h), ms(b), ratio, ms(v), float64(h)/float64(v), ms(ah), float64(h)/float64(ah), hookBudget, loadavg())
 	if ratio > maxHookRatio {
 		t.Errorf("the hook program costs %.2f times the smallest Go program, over %.1f (the budget is %v on a quiet machine)", ratio, maxHookRatio, hookBudget)
+	}
+	if h >= v {
+		t.Errorf("the hook program costs %v, not less than collie version (%v): it links too much", h, v)
 	}
 }
 
