@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,5 +86,36 @@ func TestHookProgram_Usage(t *testing.T) {
 	var out bytes.Buffer
 	if code := run(context.Background(), []string{"--help"}, strings.NewReader(""), &out, &out, nil); code != 0 || !strings.Contains(out.String(), "collie-hook --hook CLIENT") {
 		t.Fatalf("--help: %d %q", code, out.String())
+	}
+}
+
+// TestHookProgram_AgentEnvironmentRunsCollie: in an agent environment
+// the hook program hands the call to the collie installed beside it
+// (collie ask --hook, which asks the bridge over the agent's session):
+// with no session stored, that collie's deny is what the client reads.
+func TestHookProgram_AgentEnvironmentRunsCollie(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds collie")
+	}
+	bin := t.TempDir()
+	for _, c := range []string{"collie", "collie-hook"} {
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, c), "../"+c).CombinedOutput(); err != nil {
+			t.Fatalf("building %s: %v\n%s", c, err, out)
+		}
+	}
+	transport := t.TempDir()
+	if err := os.WriteFile(filepath.Join(transport, "raft"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(bin, "collie-hook"), "--hook", "claude", "--timeout", "10s")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "SLOCK_CLI_TRANSPORT_DIR=" + transport, "SLOCK_HOME=" + t.TempDir(), "SLOCK_AGENT_ID=a1"}
+	cmd.Stdin = strings.NewReader(input)
+	out, err := cmd.Output()
+	var o hook.Output
+	if err != nil || json.Unmarshal(out, &o) != nil {
+		t.Fatalf("%v %q", err, out)
+	}
+	if d := o.HookSpecificOutput; d.PermissionDecision != "deny" || !strings.Contains(d.PermissionDecisionReason, "this agent has no collie session") {
+		t.Fatalf("%+v, want collie's deny for an agent without a session", d)
 	}
 }
