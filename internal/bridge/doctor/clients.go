@@ -195,7 +195,7 @@ func (c *Clients) hookRow(h *ask.HookClient, entries []ask.HookEntry, where []st
 	} else {
 		msg += "; a hook that cannot run blocks the tool through its " + strconv.Quote(strings.TrimSpace(h.OrBlock)) + ", but one that outlives its timeout lets the tool run"
 	}
-	if en.ViaAsk() && hook.ProgramFor(en.Program()) != "" {
+	if en.ViaAsk() && hook.ProgramWith(en.Program(), c.Executable) != "" {
 		msg += "; it runs collie ask --hook: " + setup + " again makes it run collie's hook program, which costs less CPU per tool call"
 	}
 	return ok("%s", msg)

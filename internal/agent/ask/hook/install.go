@@ -15,14 +15,18 @@ const ProgramName = "collie-hook"
 
 // ProgramFor is the hook program installed with the collie at collie, or
 // "" when there is none (collie ask --hook then plays its part).
-func ProgramFor(collie string) string {
+func ProgramFor(collie string) string { return ProgramWith(collie, executable) }
+
+// ProgramWith is ProgramFor with runnable saying whether a path is a
+// program that can be run (collie doctor's own check).
+func ProgramWith(collie string, runnable func(string) bool) string {
 	dir := filepath.Dir(collie)
 	for _, p := range []string{
 		filepath.Join(dir, ProgramName),
 		filepath.Join(dir, "..", "libexec", "collie", ProgramName),
 	} {
-		if executable(p) {
-			return filepath.Clean(p)
+		if p = filepath.Clean(p); runnable(p) {
+			return p
 		}
 	}
 	return ""
