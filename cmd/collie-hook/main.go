@@ -3,7 +3,7 @@
 // writes its path into the client's settings). It is collie ask --hook,
 // the same code (internal/agent/ask/hook), in a program of its own that
 // links little else, since it starts once per tool call: a call an
-// "always allow" grant covers costs little more than starting a process.
+// "always allow" grant covers costs about half what collie ask --hook does.
 //
 //	collie-hook --hook claude|codex|gemini|opencode [--agent NAME | --socket PATH] [--timeout DURATION]
 //
@@ -11,6 +11,10 @@
 // always prints a decision, a deny on any failure. In an agent
 // environment the question goes to the bridge over the agent's session,
 // which is collie's own work: the hook runs collie ask --hook there.
+//
+// make build builds it with CGO_ENABLED=0: it then links no C library and
+// starts without the dynamic loader (the net package would otherwise
+// bring cgo's resolver in, and with it a few milliseconds per call).
 package main
 
 import (
