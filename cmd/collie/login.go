@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 	"github.com/collie-linux/collie/internal/cli"
 	"github.com/collie-linux/collie/internal/cli/hint"
 	"github.com/collie-linux/collie/internal/login/loginclient"
@@ -49,10 +50,7 @@ func (e *env) admit(c *command) error {
 
 // failClosed is the error of every command in an incomplete agent
 // environment.
-func failClosed(reason string) error {
-	return hint.Errorf("the agent platform sets SLOCK_CLI_TRANSPORT_DIR, SLOCK_HOME and SLOCK_AGENT_ID and a raft wrapper for its agents; a human runs collie with none of them set",
-		"not a complete agent environment (%s); collie does not fall back to the host user's settings", reason)
-}
+func failClosed(reason string) error { return hook.FailClosed(reason) }
 
 // agentClient is the agent login client of an admitted agent.
 func (e *env) agentClient() *loginclient.Client {

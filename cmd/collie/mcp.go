@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/collie-linux/collie/internal/agent/ask"
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 	"github.com/collie-linux/collie/internal/agent/mcpserver"
 	"github.com/collie-linux/collie/internal/cli/version"
 	"github.com/collie-linux/collie/internal/linux/fileowner"
@@ -34,7 +35,7 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	if *timeout <= 0 || *timeout > mcpserver.MaxTimeout {
 		return usagef("--timeout must be above 0 and at most %s", mcpserver.MaxTimeout)
 	}
-	path, err := ask.FindSocket(*socket, *agent, withRuntimeDir(e.getenv, "/run/user", os.Getuid(), os.Lstat))
+	path, err := hook.FindSocket(*socket, *agent, withRuntimeDir(e.getenv, "/run/user", os.Getuid(), os.Lstat))
 	if err != nil {
 		return err
 	}

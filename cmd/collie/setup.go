@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/agent/ask"
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 	"github.com/collie-linux/collie/internal/cli/hint"
 	"github.com/collie-linux/collie/internal/linux/atomicfile"
 )
@@ -52,6 +53,12 @@ func cmdSetup(_ context.Context, e *env, args []string) error {
 	if collie, err = filepath.EvalSymlinks(collie); err != nil {
 		return fmt.Errorf("finding the path of this collie: %w", err)
 	}
+	// The hooks run collie's hook program, installed with this collie;
+	// without one (a collie built alone), collie ask --hook.
+	hookProg := hook.ProgramFor(collie)
+	if hookProg == "" {
+		hookProg = collie
+	}
 	home := e.getenv("HOME")
 	if *project == "" && home == "" {
 		return hint.New("HOME is not set", "set HOME, or give --project DIR")
@@ -66,10 +73,10 @@ func cmdSetup(_ context.Context, e *env, args []string) error {
 	}
 	var edits []setupEdit
 	if !*noHook && h.HasHook() && h.Plugin != nil {
-		edits = append(edits, pluginEdit(h, h.PluginPath(e.getenv, home, *project), collie, *wait))
+		edits = append(edits, pluginEdit(h, h.PluginPath(e.getenv, home, *project), hookProg, *wait))
 	}
 	if !*noHook && h.HasHook() {
-		edits = append(edits, hookEdit(h, h.SettingsPath(e.getenv, home, *project), collie, *wait))
+		edits = append(edits, hookEdit(h, h.SettingsPath(e.getenv, home, *project), hookProg, *wait))
 	}
 	if !*noMCP {
 		edits = append(edits, mcpEdit(h, h.MCPPath(e.getenv, home, *project), collie))

@@ -153,7 +153,7 @@ func TestSetupMCP_Paths_D1(t *testing.T) {
 			}
 			if tc.hookFile != "" {
 				b, _ := os.ReadFile(filepath.Join(base, tc.hookFile))
-				if entries, err := h.FindHook(b, filepath.Join(base, tc.hookFile)); err != nil || len(entries) == 0 || entries[0].CollieOf() != self {
+				if entries, err := h.FindHook(b, filepath.Join(base, tc.hookFile)); err != nil || len(entries) == 0 || entries[0].Program() != self {
 					t.Fatalf("no hook in %s: %v\n%s", tc.hookFile, err, b)
 				}
 			}

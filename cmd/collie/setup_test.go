@@ -65,7 +65,7 @@ func TestSetup_D1(t *testing.T) {
 				t.Fatalf("entries %+v %v in\n%s", entries, err, got)
 			}
 			e := entries[0]
-			if e.CollieOf() != testCollie || e.Wait != ask.SetupWait || e.OnFailure != tc.wantOnFailure ||
+			if e.Program() != testCollie || e.Wait != ask.SetupWait || e.OnFailure != tc.wantOnFailure ||
 				e.ClientTimeout != ask.ClientTimeoutFor(ask.SetupWait) || !strings.Contains(out.String(), "+ ") {
 				t.Fatalf("entry %+v\noutput:\n%s", e, out.String())
 			}

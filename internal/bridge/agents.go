@@ -13,7 +13,7 @@ import (
 	"github.com/collie-linux/collie/internal/login/loginapi"
 	"github.com/collie-linux/collie/internal/login/loginhost"
 	"github.com/collie-linux/collie/internal/login/loginservice"
-	"github.com/collie-linux/collie/internal/login/loginwire"
+	"github.com/collie-linux/collie/internal/login/platformkey"
 )
 
 // AgentSessionsFile is the agent sessions' store in the state folder.
@@ -37,7 +37,7 @@ func (b *Bridge) agentService() http.Handler {
 	case path == "":
 		o.PlatformOff = "its user has not set platform_key_file in [agents] of config.toml (collie.toml(5))"
 	default:
-		key, err := loginwire.LoadPlatformKey(path)
+		key, err := platformkey.Load(path)
 		if err != nil {
 			b.o.Log.Error("agent login is off: " + err.Error())
 			o.PlatformOff = "the platform's key in [agents] platform_key_file cannot be read; its user sees why in the journal"

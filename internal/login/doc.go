@@ -2,7 +2,8 @@
 // side:
 //
 //   - loginwire: the contract both halves read (routes, schemas, the closed
-//     error codes, the S256 proof, the platform's key)
+//     error codes, the S256 proof)
+//   - platformkey: the platform's key, which the bridge checks grants with
 //   - loginclient: the client half, in the agent's environment (collie
 //     login, logout, the refresh lock, the bearer transport of collie ask)
 //   - loginstore: the agent session's files on the client side

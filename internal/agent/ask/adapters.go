@@ -1,44 +1,23 @@
 package ask
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
-	"slices"
 	"strings"
 	"time"
+
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 )
 
-// HookClient is one coding agent's hook adapter: how `collie ask --hook
-// NAME` reads the client's hook input, how it prints allow and deny, and
-// the client's hook timeouts. `collie setup` and `collie doctor` read the
-// same row (Settings) for the client's config file. Every difference
-// between the clients lives in a row of HookClients, not in a switch.
+// HookClient is one coding agent's row: its hook adapter (the part the
+// hook program runs on every tool call, hook.Adapter) and the files
+// `collie setup` writes and `collie doctor` reads for it.
 type HookClient struct {
-	Name  string // "claude": the --hook value and collie setup's argument
-	Label string // "Claude Code": first words of the card's title
-	// Events are the hook_event_name values the adapter answers; the
-	// first is the one setup installs.
-	Events []string
-	// Tools maps the client's tool names to the names QuestionFor knows
-	// (Gemini's run_shell_command is Bash); the grant keeps the client's.
-	Tools map[string]string
-	// InputKeys maps the tool input's keys QuestionFor reads to the
-	// client's (OpenCode's filePath for file_path).
-	InputKeys map[string]string
-	// ClientDefault is the client's own hook timeout when its config
-	// gives none: the adapter's default wait fits inside it.
-	ClientDefault time.Duration
-	// Print writes the decision the client reads for event, and returns
-	// the exit status the client treats as that decision; nil for a
-	// client with no command hook (HasHook), whose row has only MCP.
-	Print func(stdout, stderr io.Writer, event string, allow bool, reason string) int
+	*hook.Adapter
 	// Settings is the client's config file and how our entry merges into
 	// it (settings.go); nil when collie setup cannot write it yet.
 	Settings *SettingsFormat
 	// OrBlock is a shell tail for the command setup writes, for a client
 	// that lets the tool run when its hook dies: the shell turns any
-	// failure of collie (not found, killed) into the blocking status.
+	// failure of the hook (not found, killed) into the blocking status.
 	OrBlock string
 	// MCP is where the client keeps its MCP servers (mcpconfig.go):
 	// collie setup adds collie mcp there, collie doctor checks it.
@@ -48,35 +27,25 @@ type HookClient struct {
 	Plugin *PluginFormat
 }
 
-// The adapter's deadlines. The question times out after the wait (the
-// --timeout); the adapter gives the agent hookGrace more to say so, then
-// denies on its own whatever the agent or the bridge does. The client's
-// hook timeout, which setup writes, is a further hookMargin later, so the
-// client never kills the adapter before its deny is printed.
-const (
-	hookGrace  = 3 * time.Second
-	hookMargin = 12 * time.Second
-	// SetupWait is the wait collie setup writes: long enough to find the
-	// phone, short enough that a forgotten question does not hold the
-	// coding agent for long.
-	SetupWait = 2 * time.Minute
-)
+// SetupWait is the wait collie setup writes (hook.SetupWait).
+const SetupWait = hook.SetupWait
 
 // HookDeadline is how long after its start the adapter prints its
 // decision at the latest, for a wait of wait.
-func HookDeadline(wait time.Duration) time.Duration { return wait + hookGrace }
+func HookDeadline(wait time.Duration) time.Duration { return hook.Deadline(wait) }
 
 // ClientTimeoutFor is the client hook timeout that leaves the adapter's
 // deadline a margin: what setup writes for a wait of wait.
-func ClientTimeoutFor(wait time.Duration) time.Duration { return HookDeadline(wait) + hookMargin }
+func ClientTimeoutFor(wait time.Duration) time.Duration { return hook.ClientTimeoutFor(wait) }
 
-// DefaultWait is the adapter's wait when --timeout is not given: its
-// deadline fits the client's default hook timeout with the margin.
-func (h *HookClient) DefaultWait() time.Duration {
-	return h.ClientDefault - hookGrace - hookMargin
-}
+var (
+	claudeHook     = &HookClient{Adapter: hook.Claude, Settings: claudeSettings, MCP: claudeMCP}
+	codexHook      = &HookClient{Adapter: hook.Codex, Settings: codexSettings, MCP: codexMCP, OrBlock: " || exit 2"}
+	geminiHook     = &HookClient{Adapter: hook.Gemini, Settings: geminiSettings, MCP: geminiMCP, OrBlock: " || exit 2"}
+	opencodeClient = &HookClient{Adapter: hook.OpenCode, Settings: opencodeSettings, MCP: opencodeMCP, Plugin: opencodePlugin}
+)
 
-// HookClients is the table of adapters, one row per client. A row
+// HookClients is the table of clients, one row per client. A row
 // without a hook would have only its MCP part.
 func HookClients() []*HookClient {
 	return []*HookClient{claudeHook, codexHook, geminiHook, opencodeClient}
@@ -104,117 +73,4 @@ func hookNames() string {
 		}
 	}
 	return strings.Join(names, ", ")
-}
-
-func (h *HookClient) handles(event string) bool { return slices.Contains(h.Events, event) }
-
-// canonicalTool is the tool name QuestionFor's switch knows.
-func (h *HookClient) canonicalTool(name string) string {
-	if c, ok := h.Tools[name]; ok {
-		return c
-	}
-	return name
-}
-
-func printJSON(w io.Writer, v any) {
-	b, _ := json.Marshal(v)
-	fmt.Fprintf(w, "%s\n", b)
-}
-
-// Claude Code 2.1.x: a PreToolUse command hook. It reads
-// hookSpecificOutput.permissionDecision from stdout at exit status 0, in
-// every permission mode (bypassPermissions included). Its default hook
-// timeout is 600 s; the generated settings carry "onFailure": "block", so
-// a hook that cannot start, crashes or is killed blocks the tool too.
-var claudeHook = &HookClient{
-	Name: "claude", Label: "Claude Code", Events: []string{"PreToolUse"},
-	ClientDefault: 600 * time.Second,
-	Print: func(stdout, _ io.Writer, event string, allow bool, reason string) int {
-		printJSON(stdout, HookOutput{HookDecision{HookEventName: "PreToolUse", PermissionDecision: decisionWord(allow), PermissionDecisionReason: reason}})
-		return 0
-	},
-	Settings: claudeSettings,
-	MCP:      claudeMCP,
-}
-
-// Codex CLI 0.169: a PreToolUse hook can only block (exit status 2, the
-// reason on stderr, or a deny decision; an "allow" counts as a failed
-// hook); allowing goes through the PermissionRequest hook
-// (hookSpecificOutput.decision.behavior), which codex exec never asks.
-// The adapter answers both with one question: the tool call's key is the
-// same, so the second asks nothing new. Every other failure of the hook,
-// its timeout included, lets the tool run, so the command ends in
-// "|| exit 2". Codex skips a hook it does not trust.
-var codexHook = &HookClient{
-	Name: "codex", Label: "Codex", Events: []string{"PreToolUse", "PermissionRequest"},
-	Tools:         map[string]string{"shell": "Bash", "exec_command": "Bash", "local_shell": "Bash"},
-	ClientDefault: 600 * time.Second,
-	OrBlock:       " || exit 2",
-	Settings:      codexSettings,
-	MCP:           codexMCP,
-	Print: func(stdout, stderr io.Writer, event string, allow bool, reason string) int {
-		if event == "PermissionRequest" {
-			d := map[string]any{"behavior": "allow"}
-			if !allow {
-				d = map[string]any{"behavior": "deny", "message": reason}
-			}
-			printJSON(stdout, map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": event, "decision": d}})
-			return 0
-		}
-		if allow {
-			return 0 // PreToolUse cannot allow: no objection, Codex's own approval follows
-		}
-		printJSON(stdout, HookOutput{HookDecision{HookEventName: "PreToolUse", PermissionDecision: "deny", PermissionDecisionReason: reason}})
-		fmt.Fprintln(stderr, reason)
-		return 2
-	},
-}
-
-// Gemini CLI 0.61: hooks.BeforeTool; {"decision": "allow"|"deny",
-// "reason"} on stdout. Exit status 2 blocks with stderr as the reason;
-// any other failure, and a hook timeout (milliseconds, default 60,000),
-// lets the tool run. So a deny is said both ways, and the adapter's
-// deadline sits well inside the timeout setup writes.
-var geminiHook = &HookClient{
-	Name: "gemini", Label: "Gemini CLI", Events: []string{"BeforeTool"},
-	Tools: map[string]string{"run_shell_command": "Bash", "write_file": "Write", "replace": "Edit",
-		"read_file": "Read", "web_fetch": "WebFetch", "google_web_search": "WebSearch"},
-	ClientDefault: 60 * time.Second,
-	OrBlock:       " || exit 2",
-	Print: func(stdout, stderr io.Writer, _ string, allow bool, reason string) int {
-		printJSON(stdout, map[string]string{"decision": decisionWord(allow), "reason": reason})
-		if allow {
-			return 0
-		}
-		fmt.Fprintln(stderr, reason)
-		return 2
-	},
-	Settings: geminiSettings,
-	MCP:      geminiMCP,
-}
-
-// OpenCode 1.18 has no command hook: collie's plugin (opencode.go) runs
-// the adapter from its "tool.execute.before" and stops the tool unless it
-// prints an allow at exit status 0. OpenCode has no timeout of its own for
-// a plugin; the plugin's, ClientTimeoutFor the wait, plays that part.
-var opencodeClient = &HookClient{
-	Name: "opencode", Label: "OpenCode", Events: []string{"tool.execute.before"},
-	Tools: map[string]string{"bash": "Bash", "write": "Write", "edit": "Edit", "apply_patch": "Patch", "read": "Read",
-		"webfetch": "WebFetch", "websearch": "WebSearch"},
-	InputKeys:     map[string]string{"file_path": "filePath", "old_string": "oldString", "new_string": "newString"},
-	ClientDefault: ClientTimeoutFor(SetupWait),
-	Print: func(stdout, _ io.Writer, _ string, allow bool, reason string) int {
-		printJSON(stdout, map[string]string{"decision": decisionWord(allow), "reason": reason})
-		return 0
-	},
-	Settings: opencodeSettings,
-	MCP:      opencodeMCP,
-	Plugin:   opencodePlugin,
-}
-
-func decisionWord(allow bool) string {
-	if allow {
-		return "allow"
-	}
-	return "deny"
 }

@@ -149,7 +149,7 @@ func TestHookAdapters_FailClosed_D1(t *testing.T) {
 				if allow || !strings.Contains(reason, tc.wantReason) {
 					t.Fatalf("allow %v reason %q, want a deny saying %q", allow, reason, tc.wantReason)
 				}
-				if limit := tc.within + 500*time.Millisecond; took > limit || took > ClientTimeoutFor(waitFor)-hookMargin/2 {
+				if limit := tc.within + 500*time.Millisecond; took > limit || took > (ClientTimeoutFor(waitFor)+HookDeadline(waitFor))/2 {
 					t.Fatalf("the deny came %v after the start, want within %v", took, limit)
 				}
 			})
@@ -175,7 +175,7 @@ func openPipe(t *testing.T) func() *os.File {
 // setup writes leaves the margin too.
 func TestHookTimeouts_D1(t *testing.T) {
 	for _, h := range hookRows() {
-		if d := HookDeadline(h.DefaultWait()); d+hookMargin > h.ClientDefault || h.DefaultWait() < 10*time.Second {
+		if d := HookDeadline(h.DefaultWait()); ClientTimeoutFor(h.DefaultWait()) > h.ClientDefault || h.DefaultWait() < 10*time.Second {
 			t.Errorf("%s: default wait %v, deadline %v, client default %v", h.Name, h.DefaultWait(), d, h.ClientDefault)
 		}
 		if ClientTimeoutFor(SetupWait)-HookDeadline(SetupWait) < 10*time.Second {

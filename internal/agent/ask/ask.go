@@ -2,8 +2,9 @@
 // asks the user a question through a durable agent and waits for a
 // human's tap (D1, D6). Asking is open to every local program of the user,
 // the agent's own commands included; answering is not (C2). The package
-// also holds the Claude Code PreToolUse hook adapter and the `grants`
-// command for "always allow".
+// also holds the clients' rows for collie setup and collie doctor (their
+// hook adapters are in ask/hook) and the `grants` command for "always
+// allow".
 //
 // The question goes to the agent's socket as POST /v1/ask, which is not a
 // write in C2's sense: it waits for a human and changes nothing the human
@@ -12,8 +13,6 @@ package ask
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -25,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 	"github.com/collie-linux/collie/internal/cli"
 	"github.com/collie-linux/collie/internal/cli/hint"
 	"github.com/collie-linux/collie/internal/protocol/sanitize"
@@ -118,30 +118,18 @@ func Run(ctx context.Context, args []string, e Env) error {
 		return usageErr("--timeout must not be negative")
 	}
 	if hk != "" {
-		h := HookClientNamed(hk)
-		if h == nil {
-			return usageErr("--hook %q is not known; the adapters are: %s", hk, hookNames())
-		}
-		if !h.HasHook() {
-			return usageErr("--hook %s: %s has no command hook to answer; give it collie's tools with collie setup %s (collie mcp), or run it under collie run", hk, h.Label, hk)
+		h, wait, err := hook.Check(hk, timeout)
+		if err != nil {
+			return usageErr("%v", err)
 		}
 		if yesNo || line || len(choices) > 0 || len(fields) > 0 || title != "" || len(rest) > 0 {
 			return usageErr("--hook %s takes the question from stdin; give no kind or title", hk)
 		}
-		if timeout == 0 {
-			timeout = h.DefaultWait()
-		}
 		if e.Remote != nil && (socket != "" || agent != "") {
 			return usageErr("--socket and --agent name a local agent; in an agent environment collie ask goes to the bridge")
 		}
-		path, err := "", e.Refused
-		if e.Remote == nil && e.Refused == nil {
-			path, err = findSocket(socket, agent, e.Getenv)
-		}
-		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-		defer stop()
 		// Always a decision on stdout, and the exit status the client reads.
-		if code := runHook(ctx, e, h, path, err, timeout); code != 0 {
+		if code := hook.Run(ctx, e.hook(), h, socket, agent, wait); code != 0 {
 			return HookExit(code)
 		}
 		return nil
@@ -161,11 +149,11 @@ func Run(ctx context.Context, args []string, e Env) error {
 	if strings.TrimSpace(title) == "" {
 		return usageErr("the question has no title; give --title TEXT")
 	}
-	excerpt, rationaleChanged := Excerpt(rationale, sanitize.RationaleBytes)
-	r := wire.AskRequest{RequestID: newID("ask"), Title: title, Rationale: excerpt, ToolCall: key, TimeoutSeconds: int64(timeout.Round(time.Second) / time.Second),
+	excerpt, rationaleChanged := hook.Excerpt(rationale, sanitize.RationaleBytes)
+	r := wire.AskRequest{RequestID: hook.NewID("ask"), Title: title, Rationale: excerpt, ToolCall: key, TimeoutSeconds: int64(timeout.Round(time.Second) / time.Second),
 		Shortened: titleChanged || rationaleChanged}
 	if rationaleChanged {
-		r.Detail = DetailOf(rationale) // the whole of it, a tap away on the card
+		r.Detail = hook.DetailOf(rationale) // the whole of it, a tap away on the card
 	}
 	if timeout > 0 && r.TimeoutSeconds == 0 {
 		r.TimeoutSeconds = 1
@@ -218,63 +206,27 @@ func Run(ctx context.Context, args []string, e Env) error {
 		if socket != "" || agent != "" {
 			return usageErr("--socket and --agent name a local agent; in an agent environment collie ask goes to the bridge")
 		}
-	} else if path, err = findSocket(socket, agent, e.Getenv); err != nil {
+	} else if path, err = hook.FindSocket(socket, agent, e.Getenv); err != nil {
 		return &Unasked{Err: err}
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rep, err := ask(ctx, e.clientFor(path), r, timeout)
+	he := e.hook()
+	rep, err := ask(ctx, he.ClientFor(path), r, timeout)
 	if err != nil {
-		return &Unasked{Err: keepHint(errors.New(sanitize.TerminalLine(e.describeErr(err, path))), err)}
+		return &Unasked{Err: he.Unasked(err, path)}
 	}
 	return report(e, r, rep, asJSON, timeout)
 }
 
 // ask sends r and waits; the client gives the agent ten seconds past the
 // timeout to say so itself before it denies on its own.
-func ask(ctx context.Context, c *client, r wire.AskRequest, timeout time.Duration) (wire.AskReply, error) {
+func ask(ctx context.Context, c *hook.Client, r wire.AskRequest, timeout time.Duration) (wire.AskReply, error) {
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout + 10*time.Second)
 	}
-	return c.wait(ctx, r, deadline)
-}
-
-// keepHint is err carrying the fix cause carries, if any.
-func keepHint(err, cause error) error {
-	if h := hint.Of(cause); h != "" {
-		return hint.Wrap(err, h)
-	}
-	return err
-}
-
-func (e Env) describeErr(err error, path string) string {
-	var ae *agentError
-	switch {
-	case errors.As(err, &ae):
-		return e.who() + " refused the question: " + ae.Message
-	case errors.Is(err, context.Canceled):
-		return "stopped before an answer came"
-	case e.Remote != nil && hint.Of(err) != "":
-		// The agent session's own error (none stored, refresh refused):
-		// it says what happened, and keepHint carries its fix.
-		var ue errUnreachable
-		if errors.As(err, &ue) {
-			err = ue.err
-		}
-		return err.Error()
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
-		if e.Remote != nil {
-			return "the bridge closed the connection without answering; check that it runs (systemctl --user status collie on its host)"
-		}
-		return agentClosed(path, e.Getenv)
-	}
-	var ue errUnreachable
-	if errors.As(err, &ue) {
-		return "cannot reach " + e.who() + ": " + ue.Error()
-	}
-	return err.Error()
+	return c.Wait(ctx, r, deadline)
 }
 
 // Result is the --json output.
@@ -369,10 +321,4 @@ func decision(exit int) error {
 		return ErrWithdrawn
 	}
 	return nil
-}
-
-func newID(prefix string) string {
-	var b [12]byte
-	rand.Read(b[:])
-	return prefix + "-" + hex.EncodeToString(b[:])
 }

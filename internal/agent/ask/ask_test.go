@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 	"io"
 	"log/slog"
 	"net"
@@ -276,11 +277,11 @@ func sample(t *testing.T, name string) string {
 	return string(b)
 }
 
-func decode(t *testing.T, out string) HookDecision {
+func decode(t *testing.T, out string) hook.Decision {
 	t.Helper()
 	dec := json.NewDecoder(strings.NewReader(out))
 	dec.DisallowUnknownFields()
-	var o HookOutput
+	var o hook.Output
 	if err := dec.Decode(&o); err != nil {
 		t.Fatalf("hook output %q: %v", out, err)
 	}
@@ -303,11 +304,11 @@ func TestQuestionFor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			var in PreToolUse
+			var in hook.PreToolUse
 			if err := json.Unmarshal([]byte(sample(t, tt.file)), &in); err != nil {
 				t.Fatal(err)
 			}
-			r := QuestionFor(in)
+			r := hook.QuestionFor(in)
 			r.RequestID = "x"
 			if err := r.Validate(); err != nil {
 				t.Fatalf("the question is not valid: %v", err)
@@ -321,11 +322,11 @@ func TestQuestionFor(t *testing.T) {
 		})
 	}
 	t.Run("D9_key_without_tool_use_id_is_stable", func(t *testing.T) {
-		var in PreToolUse
+		var in hook.PreToolUse
 		json.Unmarshal([]byte(sample(t, "mcp_tool_no_use_id.json")), &in)
-		k1 := QuestionFor(in).ToolCall
+		k1 := hook.QuestionFor(in).ToolCall
 		in.ToolInput = json.RawMessage(strings.ReplaceAll(string(in.ToolInput), "\n", "\n  "))
-		if k2 := QuestionFor(in).ToolCall; k1 != k2 || len(k1) != len("claude-")+40 {
+		if k2 := hook.QuestionFor(in).ToolCall; k1 != k2 || len(k1) != len("claude-")+40 {
 			t.Fatalf("keys %q %q", k1, k2)
 		}
 	})
@@ -414,25 +415,25 @@ func TestFindSocket(t *testing.T) {
 	os.Mkdir(desk, 0o700)
 	env := map[string]string{"XDG_RUNTIME_DIR": run}
 	get := func(k string) string { return env[k] }
-	if _, err := findSocket("", "", get); err == nil || !strings.Contains(err.Error(), "no agent socket") {
+	if _, err := hook.FindSocket("", "", get); err == nil || !strings.Contains(err.Error(), "no agent socket") {
 		t.Fatalf("err = %v", err)
 	}
 	os.WriteFile(filepath.Join(desk, "a.sock"), nil, 0o600)
-	if p, err := findSocket("", "", get); err != nil || p != filepath.Join(desk, "a.sock") {
+	if p, err := hook.FindSocket("", "", get); err != nil || p != filepath.Join(desk, "a.sock") {
 		t.Fatalf("%q %v", p, err)
 	}
 	os.WriteFile(filepath.Join(desk, "b.sock"), nil, 0o600)
-	if _, err := findSocket("", "", get); err == nil || !strings.Contains(err.Error(), "(a, b); choose one with --agent NAME") {
+	if _, err := hook.FindSocket("", "", get); err == nil || !strings.Contains(err.Error(), "(a, b); choose one with --agent NAME") {
 		t.Fatalf("err = %v", err)
 	}
-	if p, _ := findSocket("", "b", get); p != filepath.Join(desk, "b.sock") {
+	if p, _ := hook.FindSocket("", "b", get); p != filepath.Join(desk, "b.sock") {
 		t.Fatal(p)
 	}
 	env["COLLIE_AGENT_SOCKET"] = "/x.sock"
-	if p, _ := findSocket("", "", get); p != "/x.sock" {
+	if p, _ := hook.FindSocket("", "", get); p != "/x.sock" {
 		t.Fatal(p)
 	}
-	if _, err := findSocket("", "../etc", get); err == nil {
+	if _, err := hook.FindSocket("", "../etc", get); err == nil {
 		t.Fatal("a name with a slash was taken")
 	}
 }

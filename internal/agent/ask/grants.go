@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 	"github.com/collie-linux/collie/internal/cli"
 	"github.com/collie-linux/collie/internal/cli/hint"
 	"github.com/collie-linux/collie/internal/protocol/sanitize"
@@ -45,24 +46,25 @@ func Grants(ctx context.Context, args []string, e Env) error {
 	if len(rest) > 0 || revoke != "" && all {
 		return &cli.UsageError{Err: hint.New("give --revoke ID or --revoke-all, and no other argument", see)}
 	}
-	path, err := findSocket(socket, agent, e.Getenv)
+	path, err := hook.FindSocket(socket, agent, e.Getenv)
 	if err != nil {
 		return &Unasked{Err: err}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	c := newClient(path)
+	he := e.hook()
+	c := he.ClientFor(path)
 	if revoke != "" || all {
 		var rep wire.RevokeReply
-		if err := c.call(ctx, "POST", wire.RevokePath, wire.RevokeRequest{Grant: revoke, All: all}, &rep); err != nil {
-			return &Unasked{Err: errors.New(sanitize.TerminalLine(e.describeErr(err, path)))}
+		if err := c.Call(ctx, "POST", wire.RevokePath, wire.RevokeRequest{Grant: revoke, All: all}, &rep); err != nil {
+			return &Unasked{Err: errors.New(sanitize.TerminalLine(he.DescribeErr(err, path)))}
 		}
 		fmt.Fprintf(e.Stdout, "revoked %d grant(s)\n", rep.Revoked)
 		return nil
 	}
 	var rep wire.GrantsReply
-	if err := c.call(ctx, "GET", wire.GrantsPath, nil, &rep); err != nil {
-		return &Unasked{Err: errors.New(sanitize.TerminalLine(e.describeErr(err, path)))}
+	if err := c.Call(ctx, "GET", wire.GrantsPath, nil, &rep); err != nil {
+		return &Unasked{Err: errors.New(sanitize.TerminalLine(he.DescribeErr(err, path)))}
 	}
 	if asJSON {
 		b, _ := json.Marshal(rep)

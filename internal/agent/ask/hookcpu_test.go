@@ -23,19 +23,30 @@ import (
 // on a quiet machine.
 const hookBudget = 20 * time.Millisecond
 
-// builtBinaries builds the programs these tests run: collie as the client
-// runs it, and the smallest Go program, the baseline that says what
-// starting a process costs on this machine right now.
+// maxHookRatio is the most the hook program may cost, in times the
+// smallest Go program measured beside it. It measured 1.9 to 2.2 times
+// (with the load from 2 to 13 on a 2-core machine: a quiet machine's
+// smallest program costs 4 to 6 ms, so the hook about 10); 3 leaves room
+// for the load, and is still well within hookBudget on a quiet machine.
+const maxHookRatio = 3.0
+
+// builtBinaries builds the programs these tests run: the hook program as
+// the client runs it, collie, and the smallest Go program, the baseline
+// that says what starting a process costs on this machine right now.
 func builtBinaries(t *testing.T) map[string]string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds collie")
 	}
 	dir := t.TempDir()
-	bins := map[string]string{"collie": "../../../cmd/collie", "startup": "./testdata/startup"}
+	bins := map[string]string{"collie": "../../../cmd/collie", "collie-hook": "../../../cmd/collie-hook", "startup": "./testdata/startup"}
 	for name, pkg := range bins {
 		bins[name] = filepath.Join(dir, name)
-		if out, err := exec.Command("go", "build", "-o", bins[name], pkg).CombinedOutput(); err != nil {
+		cmd := exec.Command("go", "build", "-o", bins[name], pkg)
+		if name == "collie-hook" {
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build builds it
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("building %s: %v\n%s", pkg, err, out)
 		}
 	}
@@ -64,18 +75,17 @@ func loadavg() string {
 	return strings.TrimSpace(string(b))
 }
 
-// TestHookCPU_NoQuestion measures the adapter's CPU (user + system, from
+// TestHookCPU_NoQuestion measures the hook's CPU (user + system, from
 // the child's rusage) for a tool call that needs no question: an "always
-// allow" grant covers it. The real collie binary runs as the client runs
-// it. In the same loop, one run each in turn, it runs the smallest Go
-// program (what any process start costs on this machine now) and
-// `collie version` (the start of collie itself), so the ratios hold
-// under load where the milliseconds do not. Every number is logged with
-// the load; the test fails when the hook's own work (the hook less
-// collie version) is over 10 ms, or when the hook costs more than
-// hookBudget would on a quiet machine by a wide margin: over 7 times the
-// smallest Go program (on a quiet machine that program costs about 3 ms
-// and the budget is about 6 times that).
+// allow" grant covers it. The hook program (cmd/collie-hook, built as
+// make build builds it) runs as the client runs it. In the same loop, one
+// run each in turn, it runs the smallest Go program (what any process
+// start costs on this machine now), `collie version` (the start of collie
+// itself) and collie ask --hook (the same hook inside collie), so the
+// ratios hold under load where the milliseconds do not. Every number is
+// logged with the load; the test fails when the hook program costs more
+// than maxHookRatio times the smallest Go program, or not less than
+// collie version.
 func TestHookCPU_NoQuestion(t *testing.T) {
 	bins := builtBinaries(t)
 	a := startAgent(t, board.Options{AllowAlways: true, AlwaysFor: time.Hour})
@@ -93,32 +103,36 @@ func TestHookCPU_NoQuestion(t *testing.T) {
 		runs = n
 	}
 	home := t.TempDir()
-	var base, version, hook []time.Duration
+	var base, version, hook, askHook []time.Duration
+	run := func(i int, prog string, args ...string) time.Duration {
+		in := strings.Replace(sample(t, "webfetch.json"), "toolu_01Ab2Cd4Ef6Gh8Ij0Kl2Mn4O", fmt.Sprintf("toolu_cpu%d", i), 1)
+		cmd := exec.Command(prog, append(args, "--hook", "claude", "--socket", a.path, "--timeout", "10s")...)
+		cmd.Stdin = strings.NewReader(in)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
+		d, out := cpuOf(t, cmd)
+		if d := decode(t, string(out)); d.PermissionDecision != "allow" || !strings.Contains(d.PermissionDecisionReason, "always-allow grant") {
+			t.Fatalf("%v: %+v", cmd.Args, d)
+		}
+		return d
+	}
 	for i := range runs {
 		d, _ := cpuOf(t, exec.Command(bins["startup"]))
 		base = append(base, d)
 		d, _ = cpuOf(t, exec.Command(bins["collie"], "version"))
 		version = append(version, d)
-		in := strings.Replace(sample(t, "webfetch.json"), "toolu_01Ab2Cd4Ef6Gh8Ij0Kl2Mn4O", fmt.Sprintf("toolu_cpu%d", i), 1)
-		cmd := exec.Command(bins["collie"], "ask", "--hook", "claude", "--socket", a.path, "--timeout", "10s")
-		cmd.Stdin = strings.NewReader(in)
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
-		d, out := cpuOf(t, cmd)
-		if d := decode(t, string(out)); d.PermissionDecision != "allow" || !strings.Contains(d.PermissionDecisionReason, "always-allow grant") {
-			t.Fatalf("%+v", d)
-		}
-		hook = append(hook, d)
+		hook = append(hook, run(i, bins["collie-hook"]))
+		askHook = append(askHook, run(i, bins["collie"], "ask"))
 	}
-	b, v, h := median(base), median(version), median(hook)
+	b, v, h, ah := median(base), median(version), median(hook), median(askHook)
 	ratio := float64(h) / float64(b)
-	t.Logf("CPU per tool call covered by a grant, median of %d: hook %v; smallest Go program %v (hook %.1fx); collie version %v (hook %.2fx); the hook's own work %v; budget %v on a quiet machine; load %s",
-		runs, h.Round(10*time.Microsecond), b.Round(10*time.Microsecond), ratio, v.Round(10*time.Microsecond),
-		float64(h)/float64(v), (h - v).Round(10*time.Microsecond), hookBudget, loadavg())
-	if h-v > 10*time.Millisecond {
-		t.Errorf("the hook's own work is %v of CPU, over 10ms", h-v)
+	ms := func(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond) }
+	t.Logf("CPU per tool call covered by a grant, median of %d: hook program %v; smallest Go program %v (hook %.2fx); collie version %v (hook %.2fx); collie ask --hook %v (hook %.2fx); budget %v on a quiet machine; load %s",
+		runs, ms(h), ms(b), ratio, ms(v), float64(h)/float64(v), ms(ah), float64(h)/float64(ah), hookBudget, loadavg())
+	if ratio > maxHookRatio {
+		t.Errorf("the hook program costs %.2f times the smallest Go program, over %.1f (the budget is %v on a quiet machine)", ratio, maxHookRatio, hookBudget)
 	}
-	if ratio > 7 {
-		t.Errorf("the hook costs %.1f times the smallest Go program, over 7 (the budget is %v on a quiet machine)", ratio, hookBudget)
+	if h >= v {
+		t.Errorf("the hook program costs %v, not less than collie version (%v): it links too much", h, v)
 	}
 }
 

@@ -161,7 +161,9 @@ func TestAsk_X3_OldAgentWithoutExtensions(t *testing.T) {
 		dec.DisallowUnknownFields()
 		var req oldAsk
 		if err := dec.Decode(&req); err != nil {
-			wire.WriteError(w, http.StatusBadRequest, wire.CodeBadRequest, `the request body is not valid: unknown field "shortened" in the top-level object (names are case-sensitive)`)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write(wire.ErrorJSON(wire.CodeBadRequest, `the request body is not valid: unknown field "shortened" in the top-level object (names are case-sensitive)`))
 			return
 		}
 		got = append(got, req)

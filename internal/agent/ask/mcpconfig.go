@@ -9,17 +9,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 	"github.com/pelletier/go-toml/v2"
 )
 
 // MCPServerName is the name collie setup gives collie mcp in a client's
 // MCP servers: the client calls its tools mcp__collie__ask_yes_no and so on.
-const MCPServerName = "collie"
-
-// MCPTools are collie mcp's tools. Each asks the user itself (or only
-// adds a message to the conversation), so the hook lets a call of one
-// through without asking first: no card about a card.
-var MCPTools = []string{"ask_yes_no", "ask_choice", "ask_text", "ask_form", "notify", "approve"}
+const MCPServerName = hook.MCPServerName
 
 // MCPArgs are the arguments of the server's command after collie itself.
 var MCPArgs = []string{"mcp"}
@@ -43,39 +39,22 @@ type MCPFormat struct {
 	// CommandArray is OpenCode's entry: "command" is collie and its
 	// arguments in one array (no "args"), with "enabled": true.
 	CommandArray bool
-	// ToolPrefix is what the client puts before an MCP tool's name for
-	// collie's server in its hook input.
-	ToolPrefix string
 }
 
 // Claude Code keeps a user's MCP servers in ~/.claude.json (what `claude
 // mcp add --scope user` writes) and a project's in .mcp.json.
-var claudeMCP = &MCPFormat{UserFile: ".claude.json", ProjectFile: ".mcp.json", Key: "mcpServers", Type: "stdio",
-	ToolPrefix: "mcp__" + MCPServerName + "__"}
+var claudeMCP = &MCPFormat{UserFile: ".claude.json", ProjectFile: ".mcp.json", Key: "mcpServers", Type: "stdio"}
 
 // Gemini CLI keeps them in its settings files, beside the hooks.
-var geminiMCP = &MCPFormat{UserFile: ".gemini/settings.json", ProjectFile: ".gemini/settings.json", Key: "mcpServers",
-	ToolPrefix: "mcp_" + MCPServerName + "_"}
+var geminiMCP = &MCPFormat{UserFile: ".gemini/settings.json", ProjectFile: ".gemini/settings.json", Key: "mcpServers"}
 
 // Codex CLI keeps them in config.toml as [mcp_servers.NAME] tables.
-var codexMCP = &MCPFormat{UserFile: ".codex/config.toml", ProjectFile: ".codex/config.toml", HomeEnv: "CODEX_HOME",
-	ToolPrefix: "mcp__" + MCPServerName + "__"}
+var codexMCP = &MCPFormat{UserFile: ".codex/config.toml", ProjectFile: ".codex/config.toml", HomeEnv: "CODEX_HOME"}
 
 // OpenCode keeps them under "mcp" in opencode.json: the user's in
 // $XDG_CONFIG_HOME/opencode (~/.config/opencode), a project's at its top.
 var opencodeMCP = &MCPFormat{UserFile: ".config/opencode/opencode.json", ProjectFile: "opencode.json",
-	HomeEnv: "XDG_CONFIG_HOME", HomeEnvFile: "opencode/opencode.json", Key: "mcp", Type: "local", CommandArray: true,
-	ToolPrefix: MCPServerName + "_"}
-
-// isCollieMCPTool reports whether the hook's tool is one of collie mcp's
-// own, as the client names it.
-func (h *HookClient) isCollieMCPTool(tool string) bool {
-	if h.MCP == nil || h.MCP.ToolPrefix == "" {
-		return false
-	}
-	name, ok := strings.CutPrefix(tool, h.MCP.ToolPrefix)
-	return ok && slices.Contains(MCPTools, name)
-}
+	HomeEnv: "XDG_CONFIG_HOME", HomeEnvFile: "opencode/opencode.json", Key: "mcp", Type: "local", CommandArray: true}
 
 // MCPPath is the file collie setup writes the MCP server into: the
 // user's under home (or the HomeEnv folder), or the project's.

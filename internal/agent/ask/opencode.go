@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 )
 
 // OpenCode 1.18 has no command hook, and its plugin hook "permission.ask"
@@ -76,11 +78,17 @@ func (h *HookClient) PluginPath(getenv func(string) string, home, project string
 // is replaced by setup and reported by doctor.
 const PluginVersion = 1
 
-// PluginSource is the plugin file for the collie at collie and a wait of
-// wait; the plugin gives up on collie (and denies) at ClientTimeoutFor.
-func PluginSource(collie string, wait time.Duration) []byte {
-	c, _ := json.Marshal(collie) // a JS string literal: json.Marshal escapes U+2028 and U+2029
+// PluginSource is the plugin file that runs prog, collie's hook program
+// or collie itself (with ask), and a wait of wait; the plugin gives up on
+// it (and denies) at ClientTimeoutFor.
+func PluginSource(prog string, wait time.Duration) []byte {
+	c, _ := json.Marshal(prog) // a JS string literal: json.Marshal escapes U+2028 and U+2029
+	args := `spawn(COLLIE, ["ask", "--hook"`
+	if hook.IsProgram(prog) {
+		args = `spawn(COLLIE, ["--hook"`
+	}
 	r := strings.NewReplacer(
+		`spawn(COLLIE, ["ask", "--hook"`, args,
 		"__COLLIE__", string(c),
 		"__WAIT_SECONDS__", strconv.Itoa(int(wait/time.Second)),
 		"__DEADLINE_MS__", strconv.FormatInt(ClientTimeoutFor(wait).Milliseconds(), 10),
@@ -91,7 +99,7 @@ func PluginSource(collie string, wait time.Duration) []byte {
 // PluginInfo is what a plugin file says about itself.
 type PluginInfo struct {
 	Version    int
-	Collie     string
+	Collie     string // the program it runs: collie's hook program, or collie
 	Wait       time.Duration
 	Deadline   time.Duration // when the plugin stops waiting for collie
 	Current    bool          // byte for byte what setup writes for Collie and Wait
@@ -130,10 +138,10 @@ func ReadPlugin(data []byte) PluginInfo {
 	return p
 }
 
-// MergePlugin returns the plugin file for the collie at collie, and
-// whether it differs from old.
-func (h *HookClient) MergePlugin(old []byte, collie string, wait time.Duration) ([]byte, bool, error) {
-	want := PluginSource(collie, wait)
+// MergePlugin returns the plugin file that runs prog (see PluginSource),
+// and whether it differs from old.
+func (h *HookClient) MergePlugin(old []byte, prog string, wait time.Duration) ([]byte, bool, error) {
+	want := PluginSource(prog, wait)
 	if bytes.Equal(old, want) {
 		return old, false, nil
 	}

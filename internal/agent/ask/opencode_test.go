@@ -1,7 +1,6 @@
 package ask
 
 import (
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -121,16 +120,5 @@ func TestOpenCodePlugin_D1(t *testing.T) {
 	}
 	if _, _, err := h.MergePlugin([]byte("export const Mine = async () => ({})\n"), "/usr/bin/collie", SetupWait); !errors.Is(err, ErrSettings) {
 		t.Fatalf("a foreign plugin: %v", err)
-	}
-	// The adapter reads what the plugin sends: OpenCode's tool names and
-	// input keys.
-	in := PreToolUse{HookEventName: "tool.execute.before", ToolName: "edit", ToolUseID: "toolu_1",
-		ToolInput: json.RawMessage(`{"filePath": "/p/a.go", "oldString": "x := 1", "newString": "x := 2"}`)}
-	q := questionFor(h, in)
-	if q.Title != "OpenCode: Edit /p/a.go" || !strings.Contains(q.Rationale, "- x := 1\n+ x := 2") || !strings.HasPrefix(q.ToolCall, "opencode-toolu_1-") {
-		t.Fatalf("%q %q %q", q.Title, q.Rationale, q.ToolCall)
-	}
-	if !h.isCollieMCPTool("collie_ask_yes_no") || h.isCollieMCPTool("other_ask_yes_no") {
-		t.Fatal("collie's own MCP tools, as OpenCode names them, are not recognised")
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 )
 
 // SettingsFormat is a client's JSON settings file as collie setup writes
@@ -74,9 +76,15 @@ func (h *HookClient) SettingsPath(getenv func(string) string, home, project stri
 	return filepath.Join(home, h.Settings.UserFile)
 }
 
-// HookCommand is the hook's command line for the collie at collie.
-func (h *HookClient) HookCommand(collie string, wait time.Duration) string {
-	return shellQuote(collie) + " ask --hook " + h.Name + " --timeout " + fmt.Sprintf("%ds", int(wait/time.Second)) + h.OrBlock
+// HookCommand is the hook's command line that runs prog: collie's hook
+// program (hook.ProgramFor), or, where there is none, collie itself as
+// collie ask --hook.
+func (h *HookClient) HookCommand(prog string, wait time.Duration) string {
+	ask := " ask"
+	if hook.IsProgram(prog) {
+		ask = ""
+	}
+	return shellQuote(prog) + ask + " --hook " + h.Name + " --timeout " + fmt.Sprintf("%ds", int(wait/time.Second)) + h.OrBlock
 }
 
 func shellQuote(s string) string {
@@ -107,12 +115,12 @@ func (h *HookClient) entry(collie string, wait time.Duration) *object {
 var ErrSettings = errors.New("settings file")
 
 // MergeSettings returns old (the file's content, nil for none) with the
-// adapter's hook entry for the collie at collie, and whether that changed
+// adapter's hook entry that runs prog (HookCommand), and whether that changed
 // anything. Everything else in the file is kept, in its order; an entry
 // of an earlier collie ask --hook for this client is replaced in place.
-func (h *HookClient) MergeSettings(old []byte, path, collie string, wait time.Duration) ([]byte, bool, error) {
+func (h *HookClient) MergeSettings(old []byte, path, prog string, wait time.Duration) ([]byte, bool, error) {
 	if h.Settings.format != nil {
-		return h.Settings.format.merge(h, old, path, collie, wait)
+		return h.Settings.format.merge(h, old, path, prog, wait)
 	}
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrSettings}, a...)...)
@@ -132,7 +140,7 @@ func (h *HookClient) MergeSettings(old []byte, path, collie string, wait time.Du
 			return nil, false, bad("\"hooks\".%q is not a list of matcher groups: %v", event, err)
 		}
 	}
-	want := h.entry(collie, wait).marshal()
+	want := h.entry(prog, wait).marshal()
 	matcher, _ := json.Marshal(h.Settings.Matcher)
 	found, changed := false, false
 	for gi, graw := range groups {
@@ -189,9 +197,12 @@ func (h *HookClient) MergeSettings(old []byte, path, collie string, wait time.Du
 	return out.Bytes(), true, nil
 }
 
-// isOurs reports whether a hook command is this adapter's.
+// isOurs reports whether a hook command is this adapter's: the hook
+// program's, or collie ask --hook's as setup wrote it before there was a
+// hook program.
 func (h *HookClient) isOurs(cmd string) bool {
-	return strings.Contains(cmd, " ask --hook "+h.Name)
+	return strings.Contains(cmd, " ask --hook "+h.Name) ||
+		hook.IsProgram(programOf(cmd)) && strings.Contains(cmd, " --hook "+h.Name)
 }
 
 // sameJSON reports whether two JSON texts are the same value.
@@ -280,9 +291,16 @@ func (h *HookClient) entryOf(cmd, matcher string, timeout any) HookEntry {
 	return e
 }
 
-// CollieOf is the collie program an entry's command runs.
-func (e HookEntry) CollieOf() string {
-	cmd := e.Command
+// Program is the program an entry's command runs: collie's hook
+// program, or collie.
+func (e HookEntry) Program() string { return programOf(e.Command) }
+
+// ViaAsk reports whether the entry runs collie ask --hook rather than
+// collie's hook program, which costs less CPU per tool call.
+func (e HookEntry) ViaAsk() bool { return !hook.IsProgram(e.Program()) }
+
+// programOf is the program a command line runs, as HookCommand quotes it.
+func programOf(cmd string) string {
 	if strings.HasPrefix(cmd, "'") {
 		if i := strings.Index(cmd[1:], "'"); i >= 0 {
 			return cmd[1 : i+1]

@@ -2,6 +2,7 @@ package ask
 
 import (
 	"encoding/json"
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 	"strings"
 	"testing"
 
@@ -28,10 +29,10 @@ func TestHook_D9_OneIDTwoCalls(t *testing.T) {
 	for _, h := range hookRows() {
 		t.Run(h.Name, func(t *testing.T) {
 			id := "toolu_same_" + h.Name
-			first := QuestionFor(mustHookInput(t, hookInputRunning(h, id, "make deploy")))
+			first := hook.QuestionFor(mustHookInput(t, hookInputRunning(h, id, "make deploy")))
 			again := mustHookInput(t, hookInputRunning(h, id, "make deploy"))
 			again.ToolInput = json.RawMessage(strings.ReplaceAll(string(again.ToolInput), ":", ": "))
-			if k := QuestionFor(again).ToolCall; k != first.ToolCall {
+			if k := hook.QuestionFor(again).ToolCall; k != first.ToolCall {
 				t.Errorf("the same call spaced otherwise has the key %q, want %q", k, first.ToolCall)
 			}
 
@@ -55,9 +56,9 @@ func TestHook_D9_OneIDTwoCalls(t *testing.T) {
 	}
 }
 
-func mustHookInput(t *testing.T, s string) PreToolUse {
+func mustHookInput(t *testing.T, s string) hook.PreToolUse {
 	t.Helper()
-	var in PreToolUse
+	var in hook.PreToolUse
 	if err := json.Unmarshal([]byte(s), &in); err != nil {
 		t.Fatal(err)
 	}

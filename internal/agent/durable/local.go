@@ -49,7 +49,7 @@ func localRoute[R any, PR interface {
 		}
 		app, ok := s.app.(LocalApp)
 		if !ok {
-			wire.WriteError(w, http.StatusNotImplemented, wire.CodeUnsupported, "this agent keeps no conversations for local programs")
+			writeError(w, http.StatusNotImplemented, wire.CodeUnsupported, "this agent keeps no conversations for local programs")
 			return
 		}
 		rep, err := do(app, req)

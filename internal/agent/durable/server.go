@@ -328,7 +328,7 @@ func (s *Server) handler(t Transport) http.Handler {
 		}
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		wire.WriteError(w, http.StatusNotFound, wire.CodeNotFound,
+		writeError(w, http.StatusNotFound, wire.CodeNotFound,
 			fmt.Sprintf("this agent has no route %s %s; see collie-durable(7) for the routes of protocol %d", r.Method, clipPath(r.URL.Path), wire.Version))
 	})
 	if t.Remote {
@@ -456,6 +456,12 @@ func (s *Server) serveSnapshot(w http.ResponseWriter, r *http.Request, t Transpo
 	s.writeSnapshot(w, r, t, e)
 }
 
+// writeError writes an error reply with status, code and a sentence for
+// the user.
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	writeJSON(w, status, wire.ErrorJSON(code, message))
+}
+
 func writeJSON(w http.ResponseWriter, status int, b []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
@@ -476,7 +482,7 @@ func writeValue(w http.ResponseWriter, v any) {
 
 func writeErr(w http.ResponseWriter, err error) {
 	e := statusOf(err)
-	wire.WriteError(w, e.Status, e.Code, e.Message)
+	writeError(w, e.Status, e.Code, e.Message)
 }
 
 // etagMatch implements If-None-Match for strong tags: a list of tags, or *.
@@ -497,7 +503,7 @@ func versioned(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(wire.VersionHeader, want)
 		if v := r.Header.Get(wire.VersionHeader); v != "" && v != want {
-			wire.WriteError(w, http.StatusBadRequest, wire.CodeProtocol,
+			writeError(w, http.StatusBadRequest, wire.CodeProtocol,
 				fmt.Sprintf("this agent speaks protocol %s, not %s", want, v))
 			return
 		}

@@ -35,7 +35,7 @@ func RequireToken(t Tokens, next http.Handler) http.Handler {
 		}
 		if match != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="collie"`)
-			wire.WriteError(w, http.StatusUnauthorized, wire.CodeTokenRefused, "the token was refused; give the agent's current token")
+			writeError(w, http.StatusUnauthorized, wire.CodeTokenRefused, "the token was refused; give the agent's current token")
 			return
 		}
 		next.ServeHTTP(w, r)

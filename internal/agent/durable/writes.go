@@ -90,7 +90,7 @@ func (s *Server) writeHandler(t Transport, wr wire.Write) http.Handler {
 	path := wr.Path
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if e := s.checkCaller(r, t); e != nil {
-			wire.WriteError(w, e.Status, e.Code, e.Message)
+			writeError(w, e.Status, e.Code, e.Message)
 			return
 		}
 		req := wr.New()
@@ -99,7 +99,7 @@ func (s *Server) writeHandler(t Transport, wr wire.Write) http.Handler {
 			return
 		}
 		if s.app == nil {
-			wire.WriteError(w, http.StatusNotImplemented, wire.CodeUnsupported, "this agent takes no writes; it only shows its state")
+			writeError(w, http.StatusNotImplemented, wire.CodeUnsupported, "this agent takes no writes; it only shows its state")
 			return
 		}
 		canon, _ := json.Marshal(req) // a decoded request always encodes
@@ -110,12 +110,12 @@ func (s *Server) writeHandler(t Transport, wr wire.Write) http.Handler {
 		defer s.writeMu.Unlock()
 		if prev, ok := s.replay.get(id); ok {
 			if prev.sum != sum {
-				wire.WriteError(w, http.StatusConflict, wire.CodeRequestIDReused,
+				writeError(w, http.StatusConflict, wire.CodeRequestIDReused,
 					"the request id "+id+" was used for another request; give every request a new id")
 				return
 			}
 			if prev.err != nil {
-				wire.WriteError(w, prev.err.Status, prev.err.Code, prev.err.Message)
+				writeError(w, prev.err.Status, prev.err.Code, prev.err.Message)
 				return
 			}
 			rep := prev.reply
@@ -130,7 +130,7 @@ func (s *Server) writeHandler(t Transport, wr wire.Write) http.Handler {
 				s.replay.put(id, replayEntry{sum: sum, err: e})
 			}
 			s.log.Info(fmt.Sprintf("refused the write %s (request %s): %s", path, id, e.Message), "route", path, "request_id", id, "code", e.Code, "reason", e.Message)
-			wire.WriteError(w, e.Status, e.Code, e.Message)
+			writeError(w, e.Status, e.Code, e.Message)
 			return
 		}
 		rep.RequestID = id
@@ -155,10 +155,10 @@ func decode(w http.ResponseWriter, r *http.Request, req wire.Request) bool {
 // reads a body is refused here, so each refuses a body alike.
 func refuseBody(w http.ResponseWriter, err error) {
 	if errors.Is(err, wire.ErrBodyTooLarge) {
-		wire.WriteError(w, http.StatusRequestEntityTooLarge, wire.CodeBodyTooLarge, err.Error())
+		writeError(w, http.StatusRequestEntityTooLarge, wire.CodeBodyTooLarge, err.Error())
 		return
 	}
-	wire.WriteError(w, http.StatusBadRequest, wire.CodeBadRequest, err.Error())
+	writeError(w, http.StatusBadRequest, wire.CodeBadRequest, err.Error())
 }
 
 func (s *Server) serveAsk(w http.ResponseWriter, r *http.Request) {
@@ -167,7 +167,7 @@ func (s *Server) serveAsk(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.app == nil {
-		wire.WriteError(w, http.StatusNotImplemented, wire.CodeUnsupported, "this agent takes no questions from local programs")
+		writeError(w, http.StatusNotImplemented, wire.CodeUnsupported, "this agent takes no questions from local programs")
 		return
 	}
 	wait := time.Duration(req.WaitSeconds) * time.Second
@@ -202,7 +202,7 @@ func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.app == nil {
-		wire.WriteError(w, http.StatusNotImplemented, wire.CodeUnsupported, "this agent keeps no grants")
+		writeError(w, http.StatusNotImplemented, wire.CodeUnsupported, "this agent keeps no grants")
 		return
 	}
 	rep, err := s.app.Revoke(&req)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/collie-linux/collie/internal/agent/ask"
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 	"github.com/collie-linux/collie/internal/protocol/jsonstrict"
 	"github.com/collie-linux/collie/internal/protocol/wire"
 )
@@ -58,7 +58,7 @@ func (s *Server) approve(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	if strings.TrimSpace(in.ToolName) == "" || len(in.Input) == 0 || in.Input[0] != '{' {
 		return denied("Collie needs tool_name and an input object to show the tool call; denied by default"), nil
 	}
-	r := ask.QuestionFor(ask.PreToolUse{ToolName: in.ToolName, ToolInput: in.Input, ToolUseID: in.ToolUseID, Cwd: s.cfg.Cwd})
+	r := hook.QuestionFor(hook.PreToolUse{ToolName: in.ToolName, ToolInput: in.Input, ToolUseID: in.ToolUseID, Cwd: s.cfg.Cwd})
 	rep, err := s.ask(ctx, req, r, s.cfg.Timeout)
 	switch {
 	case err != nil:

@@ -5,11 +5,11 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/collie-linux/collie/internal/agent/ask"
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 )
 
 // TestHookKnowsEveryTool: the hook lets collie mcp's own tools through
-// unasked by the names in ask.MCPTools; they are exactly the server's.
+// unasked by the names in hook.MCPTools; they are exactly the server's.
 func TestHookKnowsEveryTool(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, Config{Version: "0.9"})
@@ -21,11 +21,11 @@ func TestHookKnowsEveryTool(t *testing.T) {
 		for _, tool := range list.Tools {
 			names = append(names, tool.Name)
 		}
-		want := slices.Clone(ask.MCPTools)
+		want := slices.Clone(hook.MCPTools)
 		slices.Sort(names)
 		slices.Sort(want)
 		if !slices.Equal(names, want) {
-			t.Fatalf("the server's tools %v, ask.MCPTools %v", names, want)
+			t.Fatalf("the server's tools %v, hook.MCPTools %v", names, want)
 		}
 	})
 }

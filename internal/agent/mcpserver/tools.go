@@ -11,7 +11,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/collie-linux/collie/internal/agent/ask"
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 	"github.com/collie-linux/collie/internal/protocol/sanitize"
 	"github.com/collie-linux/collie/internal/protocol/wire"
 )
@@ -211,7 +211,7 @@ func (s *Server) askHuman(ctx context.Context, req *mcp.CallToolRequest, r wire.
 		details = title + "\n\n" + details
 	}
 	var cut bool
-	r.Rationale, cut = ask.Excerpt(strings.TrimSpace(details), sanitize.RationaleBytes)
+	r.Rationale, cut = hook.Excerpt(strings.TrimSpace(details), sanitize.RationaleBytes)
 	r.Shortened = changed || cut // the card says "Text shortened" (X3)
 	return s.ask(ctx, req, r, timeout)
 }

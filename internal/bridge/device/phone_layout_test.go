@@ -12,7 +12,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/collie-linux/collie/internal/agent/ask"
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 	"github.com/collie-linux/collie/internal/protocol/wire"
 )
 
@@ -189,7 +189,7 @@ func longQuestions(t *testing.T) []string {
 	why := strings.Repeat("The migration rewrites every row of the orders table and takes the site read-only while it runs. ", 14)
 	cmd := strings.Repeat("echo filler-line\n", 6000) + "echo hidden-tail >> MARK"
 	in, _ := json.Marshal(map[string]string{"command": cmd, "description": "Run the data migration"})
-	hook := ask.QuestionFor(ask.PreToolUse{ToolName: "Bash", ToolInput: in, ToolUseID: "toolu_big", Cwd: "/home/u/app"})
+	hook := hook.QuestionFor(hook.PreToolUse{ToolName: "Bash", ToolInput: in, ToolUseID: "toolu_big", Cwd: "/home/u/app"})
 	var out []string
 	for _, q := range []wire.Question{
 		{ID: "q-why", Kind: wire.AskYesNo, Title: "Migrate the orders table?", Rationale: why, Revision: 1},

@@ -21,7 +21,7 @@ import (
 // no source file spells a code of the table as a string, names one of the
 // protocol's codes (wire.Code…), builds an error body (.Error.Code,
 // .Error.Message) or writes one another way (http.Error, but for the web
-// app's plain 404 of a file it does not have; wire.WriteError); so every refusal is a row, worded once, and
+// app's plain 404 of a file it does not have; the agent's writeError); so every refusal is a row, worded once, and
 // docs/device-api.md's list (checked against the table in apierr) is the
 // whole list.
 func TestRefusalsOnlyFromTheTable(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/bridge/control"
-	"github.com/collie-linux/collie/internal/login/loginwire"
+	"github.com/collie-linux/collie/internal/login/platformkey"
 )
 
 // checkAgentLogin is the agent-login row: whether agents on an
@@ -22,7 +22,7 @@ func checkAgentLogin(ctx context.Context, e *Env) []Row {
 	if key == "" {
 		return []Row{ok("agent login is off (optional): to let agents on an agent platform log in with collie login, set platform_key_file in [agents] of %s to the platform's public key (collie.toml(5), docs/agent-login.md)", path)}
 	}
-	if _, err := loginwire.LoadPlatformKey(key); err != nil {
+	if _, err := platformkey.Load(key); err != nil {
 		return []Row{fail(restart, "%s", clean(err.Error()))}
 	}
 	if _, on := cfg.Devices.DeviceListen(); !on {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/agent/ask"
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 )
 
 // Clients is what the coding-agents check looks at: where the user's and
@@ -165,12 +166,12 @@ func (c *Clients) hookRow(h *ask.HookClient, entries []ask.HookEntry, where []st
 		return warn(setup, "%s is installed without collie's hook: its tool calls are not asked on your phone", h.Label)
 	}
 	for _, en := range entries {
-		collie := en.CollieOf()
-		if !filepath.IsAbs(collie) || !c.Executable(collie) {
+		prog := en.Program()
+		if !filepath.IsAbs(prog) || !c.Executable(prog) {
 			if h.Settings.OnFailure != "" && en.OnFailure == h.Settings.OnFailure {
-				return fail(setup, "the hook runs %s, which cannot be run here: %s blocks every tool it gates", collie, h.Label)
+				return fail(setup, "the hook runs %s, which cannot be run here: %s blocks every tool it gates", prog, h.Label)
 			}
-			return fail(setup, "the hook runs %s, which cannot be run here: %s then runs the tools without asking", collie, h.Label)
+			return fail(setup, "the hook runs %s, which cannot be run here: %s then runs the tools without asking", prog, h.Label)
 		}
 		if h.Settings.OnFailure != "" && en.OnFailure != h.Settings.OnFailure {
 			return fail(setup, "the hook has no \"onFailure\": %q: if it cannot run or crashes, %s runs the tool", h.Settings.OnFailure, h.Label)
@@ -193,6 +194,9 @@ func (c *Clients) hookRow(h *ask.HookClient, entries []ask.HookEntry, where []st
 		msg += "; a hook that cannot run blocks the tool"
 	} else {
 		msg += "; a hook that cannot run blocks the tool through its " + strconv.Quote(strings.TrimSpace(h.OrBlock)) + ", but one that outlives its timeout lets the tool run"
+	}
+	if en.ViaAsk() && hook.ProgramWith(en.Program(), c.Executable) != "" {
+		msg += "; it runs collie ask --hook: " + setup + " again makes it run collie's hook program, which costs less CPU per tool call"
 	}
 	return ok("%s", msg)
 }

@@ -29,6 +29,14 @@ func TestCodingAgents_D1(t *testing.T) {
 		return string(b)
 	}
 	ocConfig := merged(opencode, ask.SetupWait)
+	const hookProgram = "/usr/libexec/collie/collie-hook"
+	mergedWith := func(h *ask.HookClient, prog string) string {
+		b, _, err := h.MergeSettings(nil, "/home/u/"+h.Settings.UserFile, prog, ask.SetupWait)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
 	for _, tc := range []struct {
 		name      string
 		installed []string
@@ -36,6 +44,7 @@ func TestCodingAgents_D1(t *testing.T) {
 		runnable  bool
 		want      map[string]Status // subject: status
 		wantMsg   string
+		notMsg    string // in no message, when set
 	}{
 		{name: "nothing installed", want: map[string]Status{}},
 		{name: "claude without hook", installed: []string{"claude"}, want: map[string]Status{"Claude Code": Warn}, wantMsg: "without collie's hook"},
@@ -74,6 +83,22 @@ func TestCodingAgents_D1(t *testing.T) {
 			want:  map[string]Status{"OpenCode": Warn}, wantMsg: "would run bash unasked"},
 		{name: "opencode no config", installed: []string{"opencode"}, runnable: true, files: map[string]string{".config/opencode/plugin/collie.js": plugin},
 			want: map[string]Status{"OpenCode": Warn}, wantMsg: "would run bash, edit, webfetch, websearch unasked"},
+		// Entries that run collie ask --hook keep working; with the hook
+		// program installed, the row says setup again makes calls cheaper.
+		{name: "claude hook program", installed: []string{"claude"}, runnable: true,
+			files: map[string]string{".claude/settings.json": mergedWith(claude, hookProgram)}, want: map[string]Status{"Claude Code": OK}, wantMsg: "the deny comes by 2m3s",
+			notMsg: "collie ask --hook"},
+		{name: "claude via collie ask --hook", installed: []string{"claude"}, runnable: true,
+			files: map[string]string{".claude/settings.json": merged(claude, ask.SetupWait)}, want: map[string]Status{"Claude Code": OK},
+			wantMsg: "it runs collie ask --hook: collie setup claude again makes it run collie's hook program, which costs less CPU per tool call"},
+		{name: "claude hook program missing", installed: []string{"claude"}, runnable: false,
+			files: map[string]string{".claude/settings.json": mergedWith(claude, hookProgram)}, want: map[string]Status{"Claude Code": Fail}, wantMsg: "the hook runs " + hookProgram + ", which cannot be run here"},
+		{name: "opencode plugin runs the hook program", installed: []string{"opencode"}, runnable: true,
+			files: map[string]string{".config/opencode/plugin/collie.js": string(ask.PluginSource(hookProgram, ask.SetupWait)), ".config/opencode/opencode.json": ocConfig},
+			want:  map[string]Status{"OpenCode": OK}, wantMsg: "if collie cannot run, the plugin denies", notMsg: "collie ask --hook"},
+		{name: "opencode plugin via collie ask --hook", installed: []string{"opencode"}, runnable: true,
+			files: map[string]string{".config/opencode/plugin/collie.js": plugin, ".config/opencode/opencode.json": ocConfig},
+			want:  map[string]Status{"OpenCode": OK}, wantMsg: "collie setup opencode again makes it run collie's hook program"},
 		{name: "codex without hook", installed: []string{"codex"}, want: map[string]Status{"Codex": Warn}, wantMsg: "Codex is installed without"},
 		{name: "codex set up", runnable: true, files: map[string]string{".codex/config.toml": merged(codex, ask.SetupWait)},
 			want: map[string]Status{"Codex": OK}, wantMsg: "Codex's own timeout is 2m15s"},
@@ -122,6 +147,9 @@ func TestCodingAgents_D1(t *testing.T) {
 			}
 			if !strings.Contains(all, tc.wantMsg) {
 				t.Fatalf("messages %q lack %q", all, tc.wantMsg)
+			}
+			if tc.notMsg != "" && strings.Contains(all, tc.notMsg) {
+				t.Fatalf("messages %q say %q", all, tc.notMsg)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/collie-linux/collie/internal/agent/ask"
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 )
 
 // pluginRow judges the set-up of a client whose hook is a plugin
@@ -65,8 +66,12 @@ func (c *Clients) pluginRow(h *ask.HookClient, open []ask.HookEntry, where []str
 		return warn(setup, "collie's plugin is in %s, but without it %s would run %s unasked: \"permission\" is not \"ask\" for them in %s",
 			found[0], h.Label, strings.Join(names, ", "), configFiles(where))
 	}
-	return ok("collie's plugin is in %s: %s asks your phone before it runs a command, edits a file, fetches a page or uses an MCP tool; a question waits %v, collie denies by %v, the plugin itself by %v; if collie cannot run, the plugin denies; without the plugin %s asks in its own window (\"permission\": \"ask\" in %s)",
-		found[0], h.Label, info.Wait, ask.HookDeadline(info.Wait), info.Deadline, h.Label, strings.Join(where, " and "))
+	cheaper := ""
+	if !hook.IsProgram(info.Collie) && hook.ProgramWith(info.Collie, c.Executable) != "" {
+		cheaper = "; it runs collie ask --hook: " + setup + " again makes it run collie's hook program, which costs less CPU per tool call"
+	}
+	return ok("collie's plugin is in %s: %s asks your phone before it runs a command, edits a file, fetches a page or uses an MCP tool; a question waits %v, collie denies by %v, the plugin itself by %v; if collie cannot run, the plugin denies; without the plugin %s asks in its own window (\"permission\": \"ask\" in %s)%s",
+		found[0], h.Label, info.Wait, ask.HookDeadline(info.Wait), info.Deadline, h.Label, strings.Join(where, " and "), cheaper)
 }
 
 func configFiles(files []string) string {

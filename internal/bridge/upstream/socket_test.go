@@ -175,7 +175,8 @@ func TestSocketBadReplies(t *testing.T) {
 		}, "over its size cap"},
 		{"broken_json", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"spaces": [`)) }, "broken JSON"},
 		{"error_reply_cleaned", func(w http.ResponseWriter, r *http.Request) {
-			wire.WriteError(w, 500, "boom", "it \x1b[2Jbroke")
+			w.WriteHeader(500)
+			w.Write(wire.ErrorJSON("boom", "it \x1b[2Jbroke"))
 		}, "the agent answered 500 Internal Server Error: boom: it [2Jbroke"},
 	}
 	for _, tt := range tests {

@@ -19,11 +19,13 @@ func TestWrite(t *testing.T) {
 		hits.Add(1)
 		var req wire.SendRequest
 		if r.Method != http.MethodPost || r.URL.Path != wire.SendPath || json.NewDecoder(r.Body).Decode(&req) != nil {
-			wire.WriteError(w, 400, wire.CodeBadRequest, "bad")
+			w.WriteHeader(400)
+			w.Write(wire.ErrorJSON(wire.CodeBadRequest, "bad"))
 			return
 		}
 		if req.Text == "refuse me" {
-			wire.WriteError(w, http.StatusForbidden, wire.CodeCallerRefused, "the caller is the agent's own descendant")
+			w.WriteHeader(http.StatusForbidden)
+			w.Write(wire.ErrorJSON(wire.CodeCallerRefused, "the caller is the agent's own descendant"))
 			return
 		}
 		json.NewEncoder(w).Encode(wire.WriteReply{RequestID: req.RequestID, Conversation: req.Conversation})

@@ -40,7 +40,8 @@ func (b *waitingBoards) Board(_ context.Context, id loginservice.Identity) (stri
 		case <-b.tap:
 			json.NewEncoder(w).Encode(wire.AskReply{Question: "q1", Conversation: "asks", Status: wire.StatusAnswered, OptionIDs: []string{wire.Yes}})
 		case <-done:
-			wire.WriteError(w, http.StatusInternalServerError, wire.CodeAgentError, "the ask ended")
+			w.WriteHeader(http.StatusInternalServerError)
+			w.Write(wire.ErrorJSON(wire.CodeAgentError, "the ask ended"))
 		}
 	}), nil
 }

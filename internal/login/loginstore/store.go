@@ -10,9 +10,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
-	"sync"
+	"strings"
 	"time"
 
 	"github.com/collie-linux/collie/internal/login/loginwire"
@@ -28,10 +27,40 @@ const (
 // has none).
 const MaxFile = 64 << 10
 
-// serviceRe is the package's SERVICE_SLUG_RE, compiled on first use: every
-// collie command links this package, and compiling a pattern is start-up
-// work most of them never need.
-var serviceRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,79}$`) })
+// validService is the package's SERVICE_SLUG_RE,
+// ^[a-z0-9][a-z0-9._-]{0,79}$. The package's patterns are checked by
+// hand, not with regexp: collie's hook program links this package for
+// Admit and starts once per tool call, and regexp's start-up is work it
+// never needs. A fuzz test holds each check to its pattern.
+func validService(s string) bool {
+	if len(s) < 1 || len(s) > 80 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := 'a' <= c && c <= 'z' || isDigit(c)
+		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// shaped reports whether s starts with pattern's shape: a 'd' in pattern
+// is any ASCII digit, any other byte is itself.
+func shaped(s, pattern string) bool {
+	if len(s) < len(pattern) {
+		return false
+	}
+	for i := 0; i < len(pattern); i++ {
+		if pattern[i] == 'd' && !isDigit(s[i]) || pattern[i] != 'd' && s[i] != pattern[i] {
+			return false
+		}
+	}
+	return true
+}
 
 // Session is what the service's token endpoint returns: the six keys of
 // raft-cli-agent-session.v1. RefreshExpiresAt nil is JSON null.
@@ -107,15 +136,31 @@ func printable(s string) bool {
 	return true
 }
 
-// rfc3339Re is the reference CLI's RFC 3339 date-time: a T, seconds,
-// an optional fraction, and Z or a numeric offset.
-var rfc3339Re = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$`)
-})
+// rfc3339Shape reports whether s is the reference CLI's RFC 3339
+// date-time: a T, seconds, an optional fraction, and Z or a numeric
+// offset (^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$).
+func rfc3339Shape(s string) bool {
+	const head = "dddd-dd-ddTdd:dd:dd"
+	if !shaped(s, head) {
+		return false
+	}
+	s = s[len(head):]
+	if strings.HasPrefix(s, ".") {
+		n := 1
+		for n < len(s) && isDigit(s[n]) {
+			n++
+		}
+		if n == 1 {
+			return false
+		}
+		s = s[n:]
+	}
+	return s == "Z" || len(s) == 6 && (s[0] == '+' || s[0] == '-') && shaped(s[1:], "dd:dd")
+}
 
 // ParseTime parses an RFC 3339 date-time as the reference CLI accepts it.
 func ParseTime(s string) (time.Time, bool) {
-	if !rfc3339Re().MatchString(s) {
+	if !rfc3339Shape(s) {
 		return time.Time{}, false
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
@@ -130,7 +175,7 @@ func validTime(s string) bool {
 // Path is the session's file, $SLOCK_HOME/agents/<id>/integrations/<service>/auth.json,
 // with the slug and id checked so the path cannot leave that folder.
 func Path(e Env, service string) (string, error) {
-	if !serviceRe().MatchString(service) {
+	if !validService(service) {
 		return "", errors.New("invalid service slug")
 	}
 	if !loginwire.ValidID(e.AgentID) {

@@ -2,7 +2,6 @@ package wire
 
 import (
 	"fmt"
-	"net/http"
 
 	"github.com/collie-linux/collie/internal/protocol/sanitize"
 )
@@ -48,10 +47,25 @@ func CleanErr(err error) error {
 }
 
 // StatusText names an HTTP status by its number and the standard text,
-// never the agent's own reason phrase (X1).
+// never the agent's own reason phrase (X1). The texts are net/http's (a
+// test holds them to it), for the statuses an agent or the bridge may
+// answer: wire links no net/http, so that collie's hook program, which
+// starts once per tool call, does not either.
 func StatusText(code int) string {
-	if t := http.StatusText(code); t != "" {
+	if t := statusTexts[code]; t != "" {
 		return fmt.Sprintf("%d %s", code, t)
 	}
 	return fmt.Sprintf("HTTP status %d", code)
+}
+
+var statusTexts = map[int]string{
+	200: "OK", 201: "Created", 202: "Accepted", 204: "No Content",
+	301: "Moved Permanently", 302: "Found", 303: "See Other", 304: "Not Modified", 307: "Temporary Redirect", 308: "Permanent Redirect",
+	400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
+	406: "Not Acceptable", 408: "Request Timeout", 409: "Conflict", 410: "Gone", 411: "Length Required",
+	412: "Precondition Failed", 413: "Request Entity Too Large", 414: "Request URI Too Long", 415: "Unsupported Media Type",
+	421: "Misdirected Request", 422: "Unprocessable Entity", 426: "Upgrade Required", 428: "Precondition Required", 429: "Too Many Requests",
+	431: "Request Header Fields Too Large",
+	500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout",
+	505: "HTTP Version Not Supported",
 }

@@ -3,8 +3,6 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"strconv"
 
 	"github.com/collie-linux/collie/internal/protocol/jsonstrict"
 	"github.com/collie-linux/collie/internal/protocol/sanitize"
@@ -41,16 +39,12 @@ type ErrorBody struct {
 	} `json:"error"`
 }
 
-// WriteError writes an error reply with status, code and a sentence for the user.
-func WriteError(w http.ResponseWriter, status int, code, message string) {
+// ErrorJSON is the JSON body of an error reply with code and message.
+func ErrorJSON(code, message string) []byte {
 	var e ErrorBody
 	e.Error.Code, e.Error.Message = code, message
 	b, _ := json.Marshal(e) // a struct of two strings always encodes
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(status)
-	w.Write(b)
+	return b
 }
 
 // DecodeError reads an agent's error body. Code and message come from the

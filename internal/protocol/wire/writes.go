@@ -49,7 +49,7 @@ const (
 	// DetailBytes limits the whole text a question is about (AskRequest and
 	// Question detail): a tool's command or a file's content, shown whole
 	// on the card when asked for. A longer one is sent as its head and
-	// tail (see ask.Excerpt).
+	// tail (see hook.Excerpt).
 	DetailBytes = 256 << 10
 	// AskCap is the largest ask request body an agent reads: WriteCap, and
 	// room for a detail of DetailBytes with every byte escaped in JSON.

@@ -329,11 +329,11 @@ func runBridgeRow(t *testing.T, b *Bridge, c Client, tc bridgeRow) {
 	}
 	switch tc.act {
 	case "missing":
-		if err := os.Remove(collie); err != nil {
+		if err := os.Remove(hookProgram(collie)); err != nil {
 			t.Fatal(err)
 		}
 	case "crash":
-		if err := s.WriteFile(collie, []byte("#!/bin/sh\nkill -KILL $$\n"), 0o755); err != nil {
+		if err := s.WriteFile(hookProgram(collie), []byte("#!/bin/sh\nkill -KILL $$\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -67,11 +67,11 @@ func runCollieRow(t *testing.T, tc collieRow, c Client) (cardAfter time.Duration
 	s.Env = append(s.Env, "COLLIE_AGENT_SOCKET="+sock)
 	switch tc.act {
 	case "missing":
-		if err := os.Remove(collie); err != nil {
+		if err := os.Remove(hookProgram(collie)); err != nil {
 			t.Fatal(err)
 		}
 	case "crash":
-		if err := s.WriteFile(collie, []byte("#!/bin/sh\nkill -KILL $$\n"), 0o755); err != nil {
+		if err := s.WriteFile(hookProgram(collie), []byte("#!/bin/sh\nkill -KILL $$\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -36,8 +36,8 @@ var bins struct {
 	err error
 }
 
-// collieBinaries builds collie and collie-agent once into a folder the
-// user can read, and returns it.
+// collieBinaries builds collie, collie-agent and collie's hook program
+// once into a folder the user can read, and returns it.
 func collieBinaries(t *testing.T) string {
 	t.Helper()
 	bins.Do(func() {
@@ -50,8 +50,12 @@ func collieBinaries(t *testing.T) string {
 			return
 		}
 		bins.dir = dir
-		for _, c := range []string{"collie", "collie-agent"} {
-			out, err := exec.Command("go", "build", "-o", filepath.Join(dir, c), "../../../cmd/"+c).CombinedOutput()
+		for _, c := range []string{"collie", "collie-agent", "collie-hook"} {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, c), "../../../cmd/"+c)
+			if c == "collie-hook" {
+				cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build builds it
+			}
+			out, err := cmd.CombinedOutput()
 			if err != nil {
 				bins.err = fmt.Errorf("building %s: %v\n%s", c, err, out)
 				return
@@ -72,30 +76,39 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// installCollie puts collie into the sandbox (Root/bin/collie, so a
-// test can remove it or break it) and returns its path. It is a hard
-// link to the built binary where it can be: a copy written while a
-// parallel test forks can be held open for writing in that child, and
-// running it then fails with "text file busy".
+// installCollie puts collie into the sandbox (Root/bin/collie), with its
+// hook program beside it (Root/bin/collie-hook, which collie setup
+// writes into the clients' settings), and returns collie's path. A test
+// can remove or break either. Each is a hard link to the built binary
+// where it can be: a copy written while a parallel test forks can be held
+// open for writing in that child, and running it then fails with "text
+// file busy".
 func installCollie(t *testing.T, s *Sandbox) string {
 	t.Helper()
-	src := filepath.Join(collieBinaries(t), "collie")
-	path := filepath.Join(s.Root, "bin", "collie")
-	if err := s.MkdirAll(filepath.Dir(path)); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"collie-hook", "collie"} {
+		src := filepath.Join(collieBinaries(t), name)
+		path := filepath.Join(s.Root, "bin", name)
+		if err := s.MkdirAll(filepath.Dir(path)); err != nil {
+			t.Fatal(err)
+		}
+		if os.Link(src, path) == nil {
+			continue
+		}
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.WriteFile(path, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if os.Link(src, path) == nil {
-		return path
-	}
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.WriteFile(path, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return filepath.Join(s.Root, "bin", "collie")
 }
+
+// hookProgram is the hook program installCollie put beside collie: what
+// the hooks collie setup writes run, so what a row removes or breaks to
+// see the client block the tool.
+func hookProgram(collie string) string { return filepath.Join(filepath.Dir(collie), "collie-hook") }
 
 // userAgent is collie-agent running as the sandbox's user.
 type userAgent struct {
@@ -224,6 +237,17 @@ func setup(t *testing.T, s *Sandbox, collie, client string, wait time.Duration) 
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("collie setup %s: %v %v", client, err, res)
 	}
+	checkRunsHookProgram(t, collie, client, res)
+}
+
+// checkRunsHookProgram fails unless setup's change (its diff on stdout)
+// has the client's hook run the hook program installed beside collie.
+func checkRunsHookProgram(t *testing.T, collie, client string, res Result) {
+	t.Helper()
+	out := string(res.Stdout)
+	if !strings.Contains(out, hookProgram(collie)) || !strings.Contains(out, ` --hook `+client) && !strings.Contains(out, `"--hook", "`+client+`"`) {
+		t.Fatalf("collie setup %s did not write the hook program %s:\n%s", client, hookProgram(collie), res.Stdout)
+	}
 }
 
 // setupClient is setup for c, with OpenCode's plugin and opencode.json
@@ -239,6 +263,7 @@ func setupClient(t *testing.T, s *Sandbox, collie string, c Client, wait time.Du
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("collie setup %s --project: %v %v", c, err, res)
 	}
+	checkRunsHookProgram(t, collie, string(c), res)
 }
 
 // Gemini CLI, as the characterization runs it: an explicit model (no

@@ -124,15 +124,15 @@ func runOpenCodeRow(t *testing.T, tc ocRow) {
 	s.Env = append(s.Env, "COLLIE_AGENT_SOCKET="+filepath.Join(s.Home, "run", "desk", "code.sock"))
 	switch tc.act {
 	case "missing":
-		if err := os.Remove(collie); err != nil {
+		if err := os.Remove(hookProgram(collie)); err != nil {
 			t.Fatal(err)
 		}
 	case "crash":
-		if err := s.WriteFile(collie, []byte("#!/bin/sh\nkill -KILL $$\n"), 0o755); err != nil {
+		if err := s.WriteFile(hookProgram(collie), []byte("#!/bin/sh\nkill -KILL $$\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	case "hang":
-		if err := s.WriteFile(collie, []byte("#!/bin/sh\nexec sleep 600\n"), 0o755); err != nil {
+		if err := s.WriteFile(hookProgram(collie), []byte("#!/bin/sh\nexec sleep 600\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	case "broken":

@@ -28,7 +28,7 @@ var (
 	loginService = []string{"internal/login/loginservice", "internal/login/loginapi", "internal/login/loginhost"}
 	testHelper   = []string{"testing", "internal/testkit/...", "internal/suite/...", "internal/agent/durable/durabletest",
 		"internal/bridge/push/webpush/pushtest", "internal/login/loginwire/loginwiretest", "internal/protocol/bearer/bearertest"}
-	binaries = []string{"cmd/collie", "cmd/collie-agent"}
+	binaries = []string{"cmd/collie", "cmd/collie-agent", "cmd/collie-hook"}
 )
 
 // rule is one rule of the layering: no package matched by From may depend
@@ -71,6 +71,9 @@ var rules = []rule{
 		Except: []string{"cmd/collie", "internal/bridge", "internal/suite/e2e/..."},
 		Deny:   []string{"internal/bridge"},
 		Why:    "the bridge is the daemon that wires the rest; it is the top of the bridge's side"},
+	{Name: "collie-hook_links_only_the_hook_path", From: []string{"cmd/collie-hook"},
+		Only: []string{"internal/agent/ask/hook", "internal/protocol/...", "internal/linux/...", "internal/cli/hint", "internal/login/loginstore", "internal/login/loginwire"},
+		Why:  "the hook program starts once per tool call: it links the hook's path and the agent admission, not collie ask's command line, setup's formats or the bridge"},
 	{Name: "collie-agent_links_no_bridge_side_package", From: []string{"cmd/collie-agent"},
 		Deny: bridgeSide,
 		Why:  "the reference agent is built on the agent's runtime and the protocol only; the bridge's store, clients and device API are not its business"},
@@ -284,6 +287,7 @@ func TestRulesCatchBreaks(t *testing.T) {
 		"nothing_imports_the_bridge":                               {"internal/bridge/device", "internal/bridge"},
 		"D6_the_device_API_reaches_agents_only_through_the_bridge": {"internal/bridge/device", "internal/bridge/upstream"},
 		"collie-agent_links_no_bridge_side_package":                {"cmd/collie-agent", "internal/bridge/sources"},
+		"collie-hook_links_only_the_hook_path":                     {"cmd/collie-hook", "internal/agent/ask"},
 		"the_agent_side_links_no_bridge_side_package":              {"internal/agent/ask", "internal/bridge/upstream"},
 		"the_login_client_links_no_login_service":                  {"internal/login/loginclient", "internal/login/loginservice"},
 		"the_protocol_links_only_the_protocol":                     {"internal/protocol/bearer", "internal/linux/sockpath"},

@@ -28,6 +28,7 @@ import (
 var packageFiles = []string{
 	"/usr/bin/collie",
 	"/usr/bin/collie-agent",
+	"/usr/libexec/collie/collie-hook",
 	"/usr/lib/systemd/user/collie.service",
 	"/usr/lib/systemd/user/collie.service.d/sandbox.conf",
 	"/usr/lib/systemd/user/collie-agent@.socket",

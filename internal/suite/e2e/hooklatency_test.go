@@ -52,18 +52,20 @@ func TestLatencyClaudeHookToCard_D1(t *testing.T) {
 	}
 	settings := filepath.Join(r.sb.Home, ".claude", "settings.json")
 	direct, err := os.ReadFile(settings)
-	if err != nil || !strings.Contains(string(direct), collie+" ask --hook claude") {
+	// setup writes the hook program installed beside collie.
+	prog := filepath.Join(r.bin, "collie-hook")
+	if err != nil || !strings.Contains(string(direct), prog+" --hook claude") {
 		t.Fatalf("the hook in %s: %v\n%s", settings, err, direct)
 	}
 	spawnLog := filepath.Join(r.sb.Home, "hook-spawn.log")
 	wrapper := filepath.Join(r.sb.Root, "collie-timed.sh")
 	// It notes when it started, reads the hook input whole (bash's read,
-	// no other process), notes when it has it, and hands it to collie.
-	script := fmt.Sprintf("#!/bin/bash\nstart=$EPOCHREALTIME\nIFS= read -r -d '' input\nprintf '%%s\\n%%s\\n' \"$start\" \"$EPOCHREALTIME\" >> %s\nexec %s \"$@\" <<<\"$input\"\n", spawnLog, collie)
+	// no other process), notes when it has it, and hands it to the hook.
+	script := fmt.Sprintf("#!/bin/bash\nstart=$EPOCHREALTIME\nIFS= read -r -d '' input\nprintf '%%s\\n%%s\\n' \"$start\" \"$EPOCHREALTIME\" >> %s\nexec %s \"$@\" <<<\"$input\"\n", spawnLog, prog)
 	if err := r.sb.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	timed := strings.Replace(string(direct), collie+" ask", wrapper+" ask", 1)
+	timed := strings.Replace(string(direct), prog+" --hook", wrapper+" --hook", 1)
 
 	agent := agentReader(r.um.Path(r.um.RuntimeDir + "/desk/demo.sock"))
 	feed := r.dev.follow(t)
@@ -128,7 +130,7 @@ func TestLatencyClaudeHookToCard_D1(t *testing.T) {
 		run := &claudeRun{done: make(chan struct{})}
 		go func() {
 			defer close(run.done)
-			res, err := r.sb.Run(context.Background(), claudeLimit, in, nil, wrapper, "ask", "--hook", "claude", "--timeout", "1m")
+			res, err := r.sb.Run(context.Background(), claudeLimit, in, nil, wrapper, "--hook", "claude", "--timeout", "1m")
 			if err != nil {
 				t.Error(err)
 			}

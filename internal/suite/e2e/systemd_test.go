@@ -16,14 +16,20 @@ import (
 	"github.com/collie-linux/collie/internal/testkit/systemdtest"
 )
 
-// build compiles collie and collie-agent where the test user can run them.
+// build compiles collie, collie-agent and collie's hook program (as make
+// build does: without cgo) where the test user can run them.
 func build(t *testing.T) string {
 	t.Helper()
 	bin := systemdtest.BinDir(t)
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/collie", "./cmd/collie-agent")
-	cmd.Dir = "../../.."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	for _, args := range [][]string{{"./cmd/collie", "./cmd/collie-agent"}, {"./cmd/collie-hook"}} {
+		cmd := exec.Command("go", append([]string{"build", "-o", bin}, args...)...)
+		cmd.Dir = "../../.."
+		if args[0] == "./cmd/collie-hook" {
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build: %v\n%s", err, out)
+		}
 	}
 	return bin
 }

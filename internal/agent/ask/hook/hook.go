@@ -1,15 +1,19 @@
-package ask
+package hook
 
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -36,14 +40,14 @@ type PreToolUse struct {
 	ToolUseID      string          `json:"tool_use_id"`
 }
 
-// HookOutput is what the Claude Code adapter prints: Claude Code reads the
+// Output is what the Claude Code adapter prints: Claude Code reads the
 // decision from hookSpecificOutput.
-type HookOutput struct {
-	HookSpecificOutput HookDecision `json:"hookSpecificOutput"`
+type Output struct {
+	HookSpecificOutput Decision `json:"hookSpecificOutput"`
 }
 
-// HookDecision is a PreToolUse decision.
-type HookDecision struct {
+// Decision is a PreToolUse decision.
+type Decision struct {
 	HookEventName            string `json:"hookEventName"`      // "PreToolUse"
 	PermissionDecision       string `json:"permissionDecision"` // "allow" or "deny"
 	PermissionDecisionReason string `json:"permissionDecisionReason"`
@@ -55,14 +59,62 @@ type hookVerdict struct {
 	reason string
 }
 
+// Check checks the hook's command line: the client named name, the wait
+// (0: the client's default). It returns the adapter and the wait, or a
+// sentence saying what is wrong.
+func Check(name string, wait time.Duration) (*Adapter, time.Duration, error) {
+	h := Named(name)
+	if h == nil {
+		return nil, 0, fmt.Errorf("--hook %q is not known; the adapters are: %s", name, Names())
+	}
+	if wait < 0 {
+		return nil, 0, errors.New("--timeout must not be negative")
+	}
+	if wait == 0 {
+		wait = h.DefaultWait()
+	}
+	return h, wait, nil
+}
+
+// Names lists the adapters' names, for messages.
+func Names() string {
+	var names []string
+	for _, h := range Adapters() {
+		names = append(names, h.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// Run is the hook of h (from Check): it reads the client's hook input on
+// stdin, asks the agent at socket (or the one agent names, or the one
+// FindSocket finds; the bridge when e.Remote is set), and prints the
+// client's decision. It returns the exit status the client reads as that
+// decision. It always prints a decision, a deny on any failure.
+func Run(ctx context.Context, e Env, h *Adapter, socket, agent string, wait time.Duration) int {
+	path, err := "", e.Refused
+	if e.Remote == nil && e.Refused == nil {
+		path, err = FindSocket(socket, agent, e.Getenv)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runHook(ctx, e, h, path, err, wait)
+}
+
+// NewID is a new request id with prefix.
+func NewID(prefix string) string {
+	var b [12]byte
+	rand.Read(b[:])
+	return prefix + "-" + hex.EncodeToString(b[:])
+}
+
 // runHook reads the client's hook input on stdin, asks, and prints the
 // client's decision; it returns the exit status the client reads. It
 // always prints a decision: a failure to ask is a deny with the reason,
 // never a silent allow. Whatever the agent or the bridge does (frozen,
-// restarting, gone), the deny is printed HookDeadline(wait) after the
+// restarting, gone), the deny is printed Deadline(wait) after the
 // start at the latest, before the client's own hook timeout.
-func runHook(ctx context.Context, e Env, h *HookClient, path string, pathErr error, wait time.Duration) int {
-	ctx, cancel := context.WithTimeout(ctx, HookDeadline(wait))
+func runHook(ctx context.Context, e Env, h *Adapter, path string, pathErr error, wait time.Duration) int {
+	ctx, cancel := context.WithTimeout(ctx, Deadline(wait))
 	defer cancel()
 	event := make(chan string, 1) // the input's event, once read
 	done := make(chan hookVerdict, 1)
@@ -71,11 +123,7 @@ func runHook(ctx context.Context, e Env, h *HookClient, path string, pathErr err
 	select {
 	case v = <-done:
 	case <-ctx.Done():
-		reason := fmt.Sprintf("No decision within %s; Collie denies by default", HookDeadline(wait))
-		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			reason = "Collie's hook was stopped before a decision; denied by default"
-		}
-		v = hookVerdict{reason: reason}
+		v = stopped(ctx, wait)
 	}
 	ev := h.Events[0]
 	select {
@@ -85,9 +133,18 @@ func runHook(ctx context.Context, e Env, h *HookClient, path string, pathErr err
 	return h.Print(e.Stdout, e.Stderr, ev, v.allow, v.reason)
 }
 
+// stopped is the deny when ctx ended before a decision: the deadline,
+// or a signal.
+func stopped(ctx context.Context, wait time.Duration) hookVerdict {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return hookVerdict{reason: fmt.Sprintf("No decision within %s; Collie denies by default", Deadline(wait))}
+	}
+	return hookVerdict{reason: "Collie's hook was stopped before a decision; denied by default"}
+}
+
 // decideHook is runHook's work, run under its deadline. It sends the
 // input's event on event once it is read.
-func decideHook(ctx context.Context, e Env, h *HookClient, path string, pathErr error, wait time.Duration, event chan<- string) hookVerdict {
+func decideHook(ctx context.Context, e Env, h *Adapter, path string, pathErr error, wait time.Duration, event chan<- string) hookVerdict {
 	deny := func(reason string) hookVerdict { return hookVerdict{reason: reason} }
 	data, err := io.ReadAll(io.LimitReader(e.Stdin, hookInputCap+1))
 	if err != nil {
@@ -104,8 +161,8 @@ func decideHook(ctx context.Context, e Env, h *HookClient, path string, pathErr 
 		return deny("Collie could not read the hook input as JSON (" + err.Error() + "); denied by default")
 	}
 	if !h.handles(in.HookEventName) || in.ToolName == "" {
-		return deny(fmt.Sprintf("collie ask --hook %s handles %s, not %q; fix the hook's event in %s's settings (collie setup %s writes them)",
-			h.Name, strings.Join(h.Events, " and "), in.HookEventName, h.Label, h.Name))
+		return deny(fmt.Sprintf("Collie's hook for %s handles %s, not %q; fix the hook's event in %s's settings (collie setup %s writes them)",
+			h.Label, strings.Join(h.Events, " and "), in.HookEventName, h.Label, h.Name))
 	}
 	event <- in.HookEventName
 	if h.isCollieMCPTool(in.ToolName) {
@@ -115,16 +172,19 @@ func decideHook(ctx context.Context, e Env, h *HookClient, path string, pathErr 
 		return deny("Collie could not find the agent to ask (" + pathErr.Error() + "); denied by default")
 	}
 	r := questionFor(h, in)
-	r.RequestID = newID("hook")
+	r.RequestID = NewID("hook")
 	r.TimeoutSeconds = int64(max(wait.Round(time.Second)/time.Second, 1))
 	if err := r.Validate(); err != nil {
 		return deny("Collie could not make a question of this tool call (" + err.Error() + "); denied by default")
 	}
-	c := e.clientFor(path)
+	c := e.ClientFor(path)
 	dl, _ := ctx.Deadline()
-	rep, err := c.wait(ctx, r, dl)
+	rep, err := c.Wait(ctx, r, dl)
+	if err != nil && ctx.Err() != nil {
+		return stopped(ctx, wait) // the same deny as runHook's, whichever sees the end first
+	}
 	if err != nil {
-		return deny("Collie could not ask (" + e.describeErr(err, path) + "); denied by default")
+		return deny("Collie could not ask (" + e.DescribeErr(err, path) + "); denied by default")
 	}
 	decision, reason := hookDecision(rep, wait)
 	return hookVerdict{allow: decision == "allow", reason: reason}
@@ -158,10 +218,10 @@ func hookDecision(rep wire.AskReply, timeout time.Duration) (decision, reason st
 // what the tool is about to do, a rationale with the detail, the tool-call
 // key (Claude Code's tool_use_id, or a hash of the call), and the tool and
 // command for "always allow".
-func QuestionFor(in PreToolUse) wire.AskRequest { return questionFor(claudeHook, in) }
+func QuestionFor(in PreToolUse) wire.AskRequest { return questionFor(Claude, in) }
 
 // questionFor is QuestionFor for the client h: its label, its tool names.
-func questionFor(h *HookClient, in PreToolUse) wire.AskRequest {
+func questionFor(h *Adapter, in PreToolUse) wire.AskRequest {
 	var ti map[string]any
 	jsonstrict.Unmarshal(in.ToolInput, &ti) // checked whole in hookClaude; broken, it shows nothing
 	str := func(k string) string {
@@ -244,7 +304,7 @@ func questionFor(h *HookClient, in PreToolUse) wire.AskRequest {
 // different calls one id, and the first call's yes must not let the
 // second through unasked. Without an id it is a digest of the session
 // and the call.
-func toolCallKey(hc *HookClient, in PreToolUse) string {
+func toolCallKey(hc *Adapter, in PreToolUse) string {
 	var input bytes.Buffer
 	if json.Compact(&input, in.ToolInput) != nil {
 		input.Reset()

@@ -1,4 +1,4 @@
-package ask
+package hook
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package ask
+package hook
 
 import (
 	"io"
@@ -43,7 +43,7 @@ func TestAgentClosedHint(t *testing.T) {
 				}
 				return ""
 			}
-			got := Env{Getenv: getenv}.describeErr(io.ErrUnexpectedEOF, tt.path)
+			got := Env{Getenv: getenv}.DescribeErr(io.ErrUnexpectedEOF, tt.path)
 			if !strings.HasPrefix(got, "the agent closed the connection without answering") || !strings.HasSuffix(got, tt.want) {
 				t.Errorf("got %q, want it to end %q", got, tt.want)
 			}

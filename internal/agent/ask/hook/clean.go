@@ -1,4 +1,4 @@
-package ask
+package hook
 
 import (
 	"github.com/collie-linux/collie/internal/protocol/sanitize"
@@ -13,7 +13,7 @@ import (
 // cleanErr cleans the text of an error that may quote what the agent sent
 // (a status line, a header, a JSON key): one line, X2, capped.
 func cleanErr(err error) error {
-	if e, ok := err.(*agentError); ok {
+	if e, ok := err.(*AgentError); ok {
 		return e // its code and message were cleaned by wire.DecodeError
 	}
 	return wire.CleanErr(err)

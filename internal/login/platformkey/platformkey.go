@@ -1,4 +1,7 @@
-package loginwire
+// Package platformkey reads the agent platform's Ed25519 public key, with
+// which the bridge checks an agent-login grant. It is apart from loginwire
+// so that the client half, which never checks one, links no X.509.
+package platformkey
 
 import (
 	"crypto/ed25519"
@@ -9,18 +12,18 @@ import (
 	"os"
 )
 
-// LoadPlatformKey reads the platform's Ed25519 public key from a PEM file
+// Load reads the platform's Ed25519 public key from a PEM file
 // ("PUBLIC KEY", as `openssl pkey -pubout` writes it).
-func LoadPlatformKey(path string) (ed25519.PublicKey, error) {
+func Load(path string) (ed25519.PublicKey, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read the platform's key %s: %w; check [agents] platform_key_file in config.toml", path, err)
 	}
-	return ParsePlatformKey(data)
+	return Parse(data)
 }
 
-// ParsePlatformKey parses a PEM "PUBLIC KEY" block holding an Ed25519 key.
-func ParsePlatformKey(data []byte) (ed25519.PublicKey, error) {
+// Parse parses a PEM "PUBLIC KEY" block holding an Ed25519 key.
+func Parse(data []byte) (ed25519.PublicKey, error) {
 	const fix = "give the platform's Ed25519 public key as PEM (-----BEGIN PUBLIC KEY-----), as `openssl pkey -pubout` writes it"
 	block, _ := pem.Decode(data)
 	if block == nil || block.Type != "PUBLIC KEY" {

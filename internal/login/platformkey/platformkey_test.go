@@ -1,4 +1,4 @@
-package loginwire
+package platformkey
 
 import (
 	"crypto/ed25519"
@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-func TestParsePlatformKey(t *testing.T) {
+func TestParse(t *testing.T) {
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -22,9 +22,9 @@ func TestParsePlatformKey(t *testing.T) {
 	if err := os.WriteFile(path, good, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	k, err := LoadPlatformKey(path)
+	k, err := Load(path)
 	if err != nil || !k.Equal(pub) {
-		t.Fatalf("LoadPlatformKey = %v, %v", k, err)
+		t.Fatalf("Load = %v, %v", k, err)
 	}
 	privDER, _ := x509.MarshalPKCS8PrivateKey(priv)
 	for name, data := range map[string][]byte{
@@ -32,11 +32,11 @@ func TestParsePlatformKey(t *testing.T) {
 		"private key": pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: privDER}),
 		"garbage":     pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: []byte("nope")}),
 	} {
-		if _, err := ParsePlatformKey(data); err == nil || !strings.Contains(err.Error(), "openssl pkey -pubout") {
+		if _, err := Parse(data); err == nil || !strings.Contains(err.Error(), "openssl pkey -pubout") {
 			t.Errorf("%s: %v, want an error saying how to give the key", name, err)
 		}
 	}
-	if _, err := LoadPlatformKey(filepath.Join(t.TempDir(), "missing.pem")); err == nil || !strings.Contains(err.Error(), "platform_key_file") {
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.pem")); err == nil || !strings.Contains(err.Error(), "platform_key_file") {
 		t.Errorf("missing file: %v, want an error naming the setting", err)
 	}
 }
