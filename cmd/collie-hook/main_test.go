@@ -95,7 +95,7 @@ func TestHookProgram_Usage(t *testing.T) {
 // with no session stored, that collie's deny is what the client reads.
 func TestHookProgram_AgentEnvironmentRunsCollie(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds collie")
+		t.Skip("-short: builds collie")
 	}
 	bin := t.TempDir()
 	for _, c := range []string{"collie", "collie-hook"} {

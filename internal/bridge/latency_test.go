@@ -27,6 +27,7 @@ import (
 	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"github.com/collie-linux/collie/internal/bridge/sources"
 	"github.com/collie-linux/collie/internal/protocol/wire"
+	"github.com/collie-linux/collie/internal/testkit/testenv"
 	"github.com/collie-linux/collie/internal/testkit/tlstest"
 )
 
@@ -66,8 +67,8 @@ func BenchmarkQuestionLatency(b *testing.B) {
 				b.ReportMetric(ms(p50), "p50_ms")
 				b.ReportMetric(ms(p99), "p99_ms")
 				b.ReportMetric(ms(p99)/latencyBudget, "x_budget")
-				fmt.Printf("question -> %s over %s, %d agents: %d questions, p50 %.1f ms, p99 %.1f ms, max %.1f ms (budget p99 %d ms: %.2fx)\n",
-					map[bool]string{true: "device feed", false: "bridge (no device)"}[watching], tr, *latencyAgents, len(lat), ms(p50), ms(p99), ms(lat[len(lat)-1]), latencyBudget, ms(p99)/latencyBudget)
+				fmt.Printf("question -> %s over %s, %d agents: %d questions, p50 %.1f ms, p99 %.1f ms, max %.1f ms (budget p99 %d ms: %.2fx), load %s\n",
+					map[bool]string{true: "device feed", false: "bridge (no device)"}[watching], tr, *latencyAgents, len(lat), ms(p50), ms(p99), ms(lat[len(lat)-1]), latencyBudget, ms(p99)/latencyBudget, testenv.Load())
 			})
 		}
 	}

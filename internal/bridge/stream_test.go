@@ -24,6 +24,7 @@ import (
 	"github.com/collie-linux/collie/internal/bridge/device"
 	"github.com/collie-linux/collie/internal/bridge/sources"
 	"github.com/collie-linux/collie/internal/protocol/wire"
+	"github.com/collie-linux/collie/internal/testkit/testenv"
 )
 
 var (
@@ -160,10 +161,9 @@ func BenchmarkStreamingAgent(b *testing.B) {
 	tick.Stop()
 	wg.Wait()
 	b.StopTimer()
-	load, _ := os.ReadFile("/proc/loadavg")
 	perChange := func(n int64) float64 { return float64(n) / float64(changes) }
-	fmt.Printf("streaming agent (%.1f MiB transcript, %d changes of ~250 bytes in %s, of %d at 100 ms: the agent's own encoding is the limit), load %s",
-		float64(*streamTranscript)/(1<<20), changes, *streamWindow, int(*streamWindow/(100*time.Millisecond)), load)
+	fmt.Printf("streaming agent (%.1f MiB transcript, %d changes of ~250 bytes in %s, of %d at 100 ms: the agent's own encoding is the limit), load %s\n",
+		float64(*streamTranscript)/(1<<20), changes, *streamWindow, int(*streamWindow/(100*time.Millisecond)), testenv.Load())
 	for _, s := range sides {
 		fmt.Printf("  %-22s bridge %5.2f%% of one core, %9.0f bytes read from the agent per change, %9.0f bytes to the device per change (%d conversation reads, %d deltas), %d feed events\n",
 			s.name, s.cpu*100, perChange(s.bytes), perChange(s.devBytes), s.reads.Load(), s.deltas.Load(), s.events.Load())

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/agent/durable/board"
+	"github.com/collie-linux/collie/internal/testkit/testenv"
 )
 
 // hookBudget is the adapter's CPU per tool call that needs no question,
@@ -68,11 +69,6 @@ func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
-}
-
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	return strings.TrimSpace(string(b))
 }
 
 // TestHookCPU_NoQuestion measures the hook's CPU (user + system, from
@@ -127,7 +123,7 @@ func TestHookCPU_NoQuestion(t *testing.T) {
 	ratio := float64(h) / float64(b)
 	ms := func(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond) }
 	t.Logf("CPU per tool call covered by a grant, median of %d: hook program %v; smallest Go program %v (hook %.2fx); collie version %v (hook %.2fx); collie ask --hook %v (hook %.2fx); budget %v on a quiet machine; load %s",
-		runs, ms(h), ms(b), ratio, ms(v), float64(h)/float64(v), ms(ah), float64(h)/float64(ah), hookBudget, loadavg())
+		runs, ms(h), ms(b), ratio, ms(v), float64(h)/float64(v), ms(ah), float64(h)/float64(ah), hookBudget, testenv.Load())
 	if ratio > maxHookRatio {
 		t.Errorf("the hook program costs %.2f times the smallest Go program, over %.1f (the budget is %v on a quiet machine)", ratio, maxHookRatio, hookBudget)
 	}

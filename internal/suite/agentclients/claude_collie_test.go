@@ -14,6 +14,7 @@ import (
 
 	"github.com/collie-linux/collie/internal/agent/ask"
 	"github.com/collie-linux/collie/internal/testkit/fakemodel"
+	"github.com/collie-linux/collie/internal/testkit/testenv"
 )
 
 // hookWait is the question's wait in these tests: short, so a row that
@@ -174,6 +175,5 @@ func TestClaudeCode_CardLatency(t *testing.T) {
 		})
 	}
 	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
-	load, _ := os.ReadFile("/proc/loadavg")
-	t.Logf("tool call to card, %d runs: p50 %v, p99 (max) %v, all %v; load %s", len(took), took[len(took)/2], took[len(took)-1], took, strings.TrimSpace(string(load)))
+	t.Logf("tool call to card, %d runs: p50 %v, p99 (max) %v, all %v; load %s", len(took), took[len(took)/2], took[len(took)-1], took, testenv.Load())
 }

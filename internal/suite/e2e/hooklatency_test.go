@@ -20,6 +20,7 @@ import (
 	"github.com/collie-linux/collie/internal/bridge/device"
 	"github.com/collie-linux/collie/internal/protocol/wire"
 	"github.com/collie-linux/collie/internal/testkit/fakemodel"
+	"github.com/collie-linux/collie/internal/testkit/testenv"
 )
 
 // TestLatencyClaudeHookToCard_D1 measures, with the real Claude Code
@@ -150,9 +151,8 @@ func TestLatencyClaudeHookToCard_D1(t *testing.T) {
 	}
 	t.Logf("the same hook started by the test, not Claude Code, %d runs: input to question on the agent %s", timedRuns, dist(alone))
 	plain := total[:runs]
-	load, _ := os.ReadFile("/proc/loadavg")
 	t.Logf("tool call to card on the device API, real Claude Code and collie's hook, %d runs: %s (load %s)",
-		runs, dist(plain), strings.TrimSpace(string(load)))
+		runs, dist(plain), testenv.Load())
 	t.Logf("breakdown over %d runs through a timing script (bash's start is in the first part): tool call to hook started (Claude Code) %s; the hook input read whole (Claude Code writes it) %s; input to question on the agent (collie's start and ask) %s; agent to card on the device API (the bridge's read, the device API's feed and state) %s; whole %s",
 		timedRuns, dist(spawn), dist(input), dist(ask), dist(bridge), dist(total[runs:]))
 	if p50 := sorted(plain)[len(plain)/2]; p50 > time.Second {

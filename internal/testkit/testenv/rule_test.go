@@ -26,6 +26,7 @@ var allowedSkips = []struct{ file, call string }{
 	{"internal/suite/e2e/hooklatency_test.go", `"a timing measurement; run without -short"`},
 	{"internal/suite/agentclients/claude_collie_test.go", `"a measurement: runs Claude Code several times"`},
 	{"internal/agent/ask/hookcpu_test.go", `"builds collie"`},
+	{"cmd/collie-hook/main_test.go", `"-short: builds collie"`},
 	// Another operating system, not a machine that lacks something.
 	{"internal/bridge/sources/store_test.go", `"Windows files have no Unix modes"`},
 }

@@ -1,7 +1,8 @@
 // Package testenv decides what a test does when the machine cannot run
 // it: on a developer's machine it skips with the reason, and under CI=true
 // it fails, so that CI cannot pass by skipping (the bar of the project's
-// tests).
+// tests). It also says what the machine is doing ([Load]), for the tests
+// and benchmarks that log a figure beside the load it was taken at.
 //
 // Every test that skips because of its environment (not root, a tool or
 // a package missing, no pid namespace, no 127.0.0.2, no systemd) goes
@@ -14,8 +15,20 @@ package testenv
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 )
+
+// Load is the machine's load averages over 1, 5 and 15 minutes as
+// /proc/loadavg gives them ("1.02 0.87 0.51"), or "unknown" where there
+// is none: a timing is read beside the load it was taken at.
+func Load() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
+}
 
 // InCI reports whether the tests run in CI: the environment variable CI
 // is "true", as .ci/run sets it and as CI services do.

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -18,6 +16,7 @@ import (
 	"github.com/collie-linux/collie/internal/bridge/push/guard"
 	"github.com/collie-linux/collie/internal/bridge/push/webpush"
 	"github.com/collie-linux/collie/internal/bridge/push/webpush/pushtest"
+	"github.com/collie-linux/collie/internal/testkit/testenv"
 )
 
 // The real Web Push provider, through the push-service double on
@@ -130,11 +129,6 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return s[max(k, 0)]
 }
 
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	return strings.Join(strings.Fields(string(b))[:min(3, len(strings.Fields(string(b))))], " ")
-}
-
 // TestDeadPushServiceDelaysNoOther_D9: with one device's push service
 // never answering and one healthy, each of 50 questions reaches the
 // healthy device within 1 s (p99); it gets each push exactly once, the
@@ -148,7 +142,7 @@ func TestDeadPushServiceDelaysNoOther_D9(t *testing.T) {
 		lat = append(lat, r.ask(t))
 	}
 	p50, p99 := percentile(lat, 0.50), percentile(lat, 0.99)
-	t.Logf("healthy device's push after its question, one push service never answering: p50 %v, p99 %v over %d questions (load %s)", p50, p99, n, loadavg())
+	t.Logf("healthy device's push after its question, one push service never answering: p50 %v, p99 %v over %d questions (load %s)", p50, p99, n, testenv.Load())
 	if p99 > time.Second {
 		t.Errorf("p99 %v, want at most 1 s", p99)
 	}
@@ -200,7 +194,7 @@ func BenchmarkPushBesideDeadService(b *testing.B) {
 	b.ReportMetric(float64(pb.Microseconds())/1000, "p99-ms-beside-dead")
 	b.ReportMetric(float64(pa.Microseconds())/1000, "p99-ms-alone")
 	b.ReportMetric(float64(pb)/float64(pa), "p99-ratio")
-	b.Logf("load %s", loadavg())
+	b.Logf("load %s", testenv.Load())
 }
 
 // TestRetryAfterWebPush_D9: a device's push service answers 503 with a
