@@ -26,7 +26,7 @@ func cmdSetup(_ context.Context, e *env, args []string) error {
 	fl := newFlags("collie setup", e)
 	project := fl.String("project", "", "write the project's settings in `DIR` instead of your own")
 	dryRun := fl.Bool("dry-run", false, "print the change and write nothing")
-	wait := fl.Duration("timeout", ask.SetupWait, "how long a question waits for your answer before the tool is denied")
+	wait := fl.Duration("timeout", hook.SetupWait, "how long a question waits for your answer before the tool is denied")
 	noHook := fl.Bool("no-hook", false, "leave the hook out: tools run without asking your phone first")
 	noMCP := fl.Bool("no-mcp", false, "leave the MCP server out: the model cannot ask you a question itself")
 	pos, err := parseArgs(fl, args, 1, 1)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/agent/ask"
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 )
 
 const testHookProgram = "/opt/collie dir/libexec/collie/collie-hook"
@@ -25,7 +26,7 @@ func TestSetup_HookProgram_D1(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "settings.json")
 			var out bytes.Buffer
 			// What an earlier setup wrote: collie ask --hook.
-			if err := setupFile(&out, h, path, testCollie, ask.SetupWait, false, time.Now()); err != nil {
+			if err := setupFile(&out, h, path, testCollie, hook.SetupWait, false, time.Now()); err != nil {
 				t.Fatal(err)
 			}
 			old, _ := os.ReadFile(path)
@@ -33,7 +34,7 @@ func TestSetup_HookProgram_D1(t *testing.T) {
 				t.Fatalf("the collie ask --hook entry: %+v", entries)
 			}
 			out.Reset()
-			if err := setupFile(&out, h, path, testHookProgram, ask.SetupWait, false, time.Now().Add(time.Hour)); err != nil {
+			if err := setupFile(&out, h, path, testHookProgram, hook.SetupWait, false, time.Now().Add(time.Hour)); err != nil {
 				t.Fatal(err)
 			}
 			got, _ := os.ReadFile(path)
@@ -43,11 +44,11 @@ func TestSetup_HookProgram_D1(t *testing.T) {
 			}
 			e := entries[0]
 			want := "'" + testHookProgram + "' --hook " + client + " --timeout 120s" + h.OrBlock
-			if e.Command != want || e.Program() != testHookProgram || e.ViaAsk() || e.Wait != ask.SetupWait {
+			if e.Command != want || e.Program() != testHookProgram || e.ViaAsk() || e.Wait != hook.SetupWait {
 				t.Fatalf("entry %+v, want the command %q", e, want)
 			}
 			out.Reset()
-			if err := setupFile(&out, h, path, testHookProgram, ask.SetupWait, false, time.Now().Add(2*time.Hour)); err != nil || !strings.Contains(out.String(), "nothing to change") {
+			if err := setupFile(&out, h, path, testHookProgram, hook.SetupWait, false, time.Now().Add(2*time.Hour)); err != nil || !strings.Contains(out.String(), "nothing to change") {
 				t.Fatalf("second run: %v %s", err, out.String())
 			}
 		})
@@ -56,7 +57,7 @@ func TestSetup_HookProgram_D1(t *testing.T) {
 		h := ask.HookClientNamed("codex")
 		path := filepath.Join(t.TempDir(), "config.toml")
 		var out bytes.Buffer
-		if err := setupFile(&out, h, path, testHookProgram, ask.SetupWait, false, time.Now()); err != nil {
+		if err := setupFile(&out, h, path, testHookProgram, hook.SetupWait, false, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		got, _ := os.ReadFile(path)
@@ -71,14 +72,14 @@ func TestSetup_HookProgram_D1(t *testing.T) {
 		}
 	})
 	t.Run("opencode_plugin", func(t *testing.T) {
-		src := ask.PluginSource(testHookProgram, ask.SetupWait)
+		src := ask.PluginSource(testHookProgram, hook.SetupWait)
 		if !bytes.Contains(src, []byte(`spawn(COLLIE, ["--hook", "opencode"`)) {
 			t.Fatalf("the plugin does not run the hook program with --hook:\n%s", src)
 		}
 		if p := ask.ReadPlugin(src); !p.Current || p.Collie != testHookProgram {
 			t.Fatalf("%+v", p)
 		}
-		old := ask.PluginSource(testCollie, ask.SetupWait)
+		old := ask.PluginSource(testCollie, hook.SetupWait)
 		if !bytes.Contains(old, []byte(`spawn(COLLIE, ["ask", "--hook", "opencode"`)) || !ask.ReadPlugin(old).Current {
 			t.Fatalf("the plugin that runs collie ask --hook:\n%s", old)
 		}

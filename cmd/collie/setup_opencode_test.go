@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/collie-linux/collie/internal/agent/ask"
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 )
 
 // TestSetupOpenCode_D1: collie setup opencode writes collie's plugin
@@ -117,7 +118,7 @@ func TestSetupOpenCode_D1(t *testing.T) {
 				t.Fatalf("plugin %s: %v with --no-hook %v", plugin, plErr, noHook)
 			}
 			if !noHook {
-				if info := ask.ReadPlugin(pl); !info.Current || info.Collie != self || info.Wait != ask.SetupWait {
+				if info := ask.ReadPlugin(pl); !info.Current || info.Collie != self || info.Wait != hook.SetupWait {
 					t.Fatalf("plugin %+v", info)
 				}
 				for _, p := range ask.OpenCodePermissions {

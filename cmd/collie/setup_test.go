@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/agent/ask"
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 )
 
 const testCollie = "/opt/collie dir/bin/collie" // a space: the command quotes it
@@ -45,7 +46,7 @@ func TestSetup_D1(t *testing.T) {
 				}
 			}
 			var out bytes.Buffer
-			if err := setupFile(&out, h, path, testCollie, ask.SetupWait, false, now); err != nil {
+			if err := setupFile(&out, h, path, testCollie, hook.SetupWait, false, now); err != nil {
 				t.Fatal(err)
 			}
 			got, err := os.ReadFile(path)
@@ -65,8 +66,8 @@ func TestSetup_D1(t *testing.T) {
 				t.Fatalf("entries %+v %v in\n%s", entries, err, got)
 			}
 			e := entries[0]
-			if e.Program() != testCollie || e.Wait != ask.SetupWait || e.OnFailure != tc.wantOnFailure ||
-				e.ClientTimeout != ask.ClientTimeoutFor(ask.SetupWait) || !strings.Contains(out.String(), "+ ") {
+			if e.Program() != testCollie || e.Wait != hook.SetupWait || e.OnFailure != tc.wantOnFailure ||
+				e.ClientTimeout != hook.ClientTimeoutFor(hook.SetupWait) || !strings.Contains(out.String(), "+ ") {
 				t.Fatalf("entry %+v\noutput:\n%s", e, out.String())
 			}
 			var raw map[string]any
@@ -87,7 +88,7 @@ func TestSetup_D1(t *testing.T) {
 			}
 			// Idempotent: a second run says so and writes nothing.
 			out.Reset()
-			if err := setupFile(&out, h, path, testCollie, ask.SetupWait, false, now.Add(time.Hour)); err != nil {
+			if err := setupFile(&out, h, path, testCollie, hook.SetupWait, false, now.Add(time.Hour)); err != nil {
 				t.Fatal(err)
 			}
 			again, _ := os.ReadFile(path)
@@ -111,7 +112,7 @@ func TestSetup_DryRunAndBrokenFile_D1(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "settings.json")
 	var out bytes.Buffer
-	if err := setupFile(&out, h, path, testCollie, ask.SetupWait, true, time.Now()); err != nil {
+	if err := setupFile(&out, h, path, testCollie, hook.SetupWait, true, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(path); err == nil || !strings.Contains(out.String(), "Dry run: nothing was written.") || !strings.Contains(out.String(), "\"onFailure\": \"block\"\n") {
@@ -119,7 +120,7 @@ func TestSetup_DryRunAndBrokenFile_D1(t *testing.T) {
 	}
 	broken, _ := os.ReadFile(filepath.Join("testdata", "setup", "broken.json"))
 	os.WriteFile(path, broken, 0o644)
-	err := setupFile(&out, h, path, testCollie, ask.SetupWait, false, time.Now())
+	err := setupFile(&out, h, path, testCollie, hook.SetupWait, false, time.Now())
 	if err == nil || !strings.Contains(err.Error(), "is not Claude Code settings collie can change") {
 		t.Fatalf("err = %v", err)
 	}
@@ -133,7 +134,7 @@ func TestSetup_DryRunAndBrokenFile_D1(t *testing.T) {
 	os.WriteFile(target, []byte(`{"model": "opus"}`), 0o644)
 	link := filepath.Join(dir, "link.json")
 	os.Symlink(target, link)
-	if err := setupFile(&out, h, link, testCollie, ask.SetupWait, false, time.Now()); err != nil {
+	if err := setupFile(&out, h, link, testCollie, hook.SetupWait, false, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
@@ -153,7 +154,7 @@ func TestSetup_Codex_D1(t *testing.T) {
 	old := "model = \"gpt-5\"\n\n[[hooks.PreToolUse]]\nmatcher = \"Bash\"\n[[hooks.PreToolUse.hooks]]\ntype = \"command\"\ncommand = \"/usr/bin/lint\"\n"
 	os.WriteFile(path, []byte(old), 0o600)
 	var out bytes.Buffer
-	if err := setupFile(&out, h, path, testCollie, ask.SetupWait, false, time.Now()); err != nil {
+	if err := setupFile(&out, h, path, testCollie, hook.SetupWait, false, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(path)
@@ -166,7 +167,7 @@ func TestSetup_Codex_D1(t *testing.T) {
 		t.Fatalf("%+v %v", entries, err)
 	}
 	out.Reset()
-	if err := setupFile(&out, h, path, testCollie, ask.SetupWait, false, time.Now()); err != nil || !strings.Contains(out.String(), "nothing to change") {
+	if err := setupFile(&out, h, path, testCollie, hook.SetupWait, false, time.Now()); err != nil || !strings.Contains(out.String(), "nothing to change") {
 		t.Fatalf("second run: %v %s", err, out.String())
 	}
 	// Another file's trust is not this one's.

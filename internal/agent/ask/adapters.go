@@ -2,7 +2,6 @@ package ask
 
 import (
 	"strings"
-	"time"
 
 	"github.com/collie-linux/collie/internal/agent/ask/hook"
 )
@@ -26,17 +25,6 @@ type HookClient struct {
 	// whose hook is a plugin (OpenCode, opencode.go); nil for the others.
 	Plugin *PluginFormat
 }
-
-// SetupWait is the wait collie setup writes (hook.SetupWait).
-const SetupWait = hook.SetupWait
-
-// HookDeadline is how long after its start the adapter prints its
-// decision at the latest, for a wait of wait.
-func HookDeadline(wait time.Duration) time.Duration { return hook.Deadline(wait) }
-
-// ClientTimeoutFor is the client hook timeout that leaves the adapter's
-// deadline a margin: what setup writes for a wait of wait.
-func ClientTimeoutFor(wait time.Duration) time.Duration { return hook.ClientTimeoutFor(wait) }
 
 var (
 	claudeHook     = &HookClient{Adapter: hook.Claude, Settings: claudeSettings, MCP: claudeMCP}

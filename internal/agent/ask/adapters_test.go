@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 	"github.com/collie-linux/collie/internal/agent/durable"
 	"github.com/collie-linux/collie/internal/agent/durable/board"
 	"github.com/collie-linux/collie/internal/protocol/wire"
@@ -129,8 +130,8 @@ func TestHookAdapters_FailClosed_D1(t *testing.T) {
 			within     time.Duration
 			wantReason string
 		}{
-			{name: "frozen_agent", socket: frozen, within: HookDeadline(waitFor), wantReason: "denies by default"},
-			{name: "stdin_never_closed", socket: frozen, stdin: openPipe(t), within: HookDeadline(waitFor), wantReason: "No decision within"},
+			{name: "frozen_agent", socket: frozen, within: hook.Deadline(waitFor), wantReason: "denies by default"},
+			{name: "stdin_never_closed", socket: frozen, stdin: openPipe(t), within: hook.Deadline(waitFor), wantReason: "No decision within"},
 			{name: "agent_down", socket: filepath.Join(dir, "none.sock"), within: time.Second, wantReason: "no socket at"},
 		} {
 			t.Run(h.Name+"/"+tc.name, func(t *testing.T) {
@@ -149,7 +150,7 @@ func TestHookAdapters_FailClosed_D1(t *testing.T) {
 				if allow || !strings.Contains(reason, tc.wantReason) {
 					t.Fatalf("allow %v reason %q, want a deny saying %q", allow, reason, tc.wantReason)
 				}
-				if limit := tc.within + 500*time.Millisecond; took > limit || took > (ClientTimeoutFor(waitFor)+HookDeadline(waitFor))/2 {
+				if limit := tc.within + 500*time.Millisecond; took > limit || took > (hook.ClientTimeoutFor(waitFor)+hook.Deadline(waitFor))/2 {
 					t.Fatalf("the deny came %v after the start, want within %v", took, limit)
 				}
 			})
@@ -175,10 +176,10 @@ func openPipe(t *testing.T) func() *os.File {
 // setup writes leaves the margin too.
 func TestHookTimeouts_D1(t *testing.T) {
 	for _, h := range hookRows() {
-		if d := HookDeadline(h.DefaultWait()); ClientTimeoutFor(h.DefaultWait()) > h.ClientDefault || h.DefaultWait() < 10*time.Second {
+		if d := hook.Deadline(h.DefaultWait()); hook.ClientTimeoutFor(h.DefaultWait()) > h.ClientDefault || h.DefaultWait() < 10*time.Second {
 			t.Errorf("%s: default wait %v, deadline %v, client default %v", h.Name, h.DefaultWait(), d, h.ClientDefault)
 		}
-		if ClientTimeoutFor(SetupWait)-HookDeadline(SetupWait) < 10*time.Second {
+		if hook.ClientTimeoutFor(hook.SetupWait)-hook.Deadline(hook.SetupWait) < 10*time.Second {
 			t.Errorf("margin under 10s")
 		}
 	}
@@ -225,8 +226,8 @@ func TestHookAdapters_AgentGoneAfterAsking_D1(t *testing.T) {
 			if allow, reason := decisionOf(t, h, r); allow || reason == "" {
 				t.Fatalf("allow %v reason %q", allow, reason)
 			}
-			if took > HookDeadline(2*time.Second)+time.Second {
-				t.Fatalf("the deny came %v after the start, due by %v", took, HookDeadline(2*time.Second))
+			if took > hook.Deadline(2*time.Second)+time.Second {
+				t.Fatalf("the deny came %v after the start, due by %v", took, hook.Deadline(2*time.Second))
 			}
 		})
 	}

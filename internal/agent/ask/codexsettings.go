@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 )
 
 // Codex CLI 0.169 reads hooks from $CODEX_HOME/config.toml (default
@@ -106,7 +108,7 @@ func (c codexFormat) merge(h *HookClient, old []byte, path, collie string, wait 
 		return nil, false, err
 	}
 	command := h.HookCommand(collie, wait)
-	timeout := int64(ClientTimeoutFor(wait) / time.Second)
+	timeout := int64(hook.ClientTimeoutFor(wait) / time.Second)
 	var add bytes.Buffer
 	for _, event := range h.Events {
 		groups := f.groups(event)

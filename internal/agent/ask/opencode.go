@@ -91,7 +91,7 @@ func PluginSource(prog string, wait time.Duration) []byte {
 		`spawn(COLLIE, ["ask", "--hook"`, args,
 		"__COLLIE__", string(c),
 		"__WAIT_SECONDS__", strconv.Itoa(int(wait/time.Second)),
-		"__DEADLINE_MS__", strconv.FormatInt(ClientTimeoutFor(wait).Milliseconds(), 10),
+		"__DEADLINE_MS__", strconv.FormatInt(hook.ClientTimeoutFor(wait).Milliseconds(), 10),
 		"collie-plugin 1", "collie-plugin "+strconv.Itoa(PluginVersion))
 	return []byte(r.Replace(opencodePluginTemplate))
 }

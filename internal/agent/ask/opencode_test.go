@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 )
 
 // TestOpenCodePermissions_D1: setup makes OpenCode ask, by itself, for
@@ -35,7 +37,7 @@ func TestOpenCodePermissions_D1(t *testing.T) {
 			if err != nil || len(open) != tc.open {
 				t.Fatalf("before: %d open (%v), want %d: %v", len(open), open, tc.open, err)
 			}
-			got, changed, err := h.MergeSettings([]byte(tc.old), "", "/usr/bin/collie", SetupWait)
+			got, changed, err := h.MergeSettings([]byte(tc.old), "", "/usr/bin/collie", hook.SetupWait)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +70,7 @@ func TestOpenCodePermissions_D1(t *testing.T) {
 			if open, err := h.FindHook(got, ""); err != nil || len(open) != 0 {
 				t.Fatalf("after: open %v %v", open, err)
 			}
-			again, changed, err := h.MergeSettings(got, "", "/usr/bin/collie", SetupWait)
+			again, changed, err := h.MergeSettings(got, "", "/usr/bin/collie", hook.SetupWait)
 			if err != nil || changed || string(again) != string(got) {
 				t.Fatalf("second merge changed it: %v %v\n%s", changed, err, again)
 			}
@@ -76,14 +78,14 @@ func TestOpenCodePermissions_D1(t *testing.T) {
 	}
 	t.Run("everything denied stays", func(t *testing.T) {
 		old := `{"permission": "deny"}`
-		got, changed, err := h.MergeSettings([]byte(old), "", "/usr/bin/collie", SetupWait)
+		got, changed, err := h.MergeSettings([]byte(old), "", "/usr/bin/collie", hook.SetupWait)
 		if err != nil || changed || string(got) != old {
 			t.Fatalf("%v %v %s", changed, err, got)
 		}
 	})
 	t.Run("broken", func(t *testing.T) {
 		for _, old := range []string{`{"permission": [1]}`, `{"permission": `} {
-			if _, _, err := h.MergeSettings([]byte(old), "", "/usr/bin/collie", SetupWait); !errors.Is(err, ErrSettings) {
+			if _, _, err := h.MergeSettings([]byte(old), "", "/usr/bin/collie", hook.SetupWait); !errors.Is(err, ErrSettings) {
 				t.Fatalf("%s: %v", old, err)
 			}
 		}
@@ -104,7 +106,7 @@ func TestOpenCodePlugin_D1(t *testing.T) {
 		}
 		info := ReadPlugin(src)
 		if !info.Recognized || !info.Current || info.Collie != collie || info.Wait != 90*time.Second ||
-			info.Deadline != ClientTimeoutFor(90*time.Second) || info.Version != PluginVersion {
+			info.Deadline != hook.ClientTimeoutFor(90*time.Second) || info.Version != PluginVersion {
 			t.Fatalf("%q: %+v", collie, info)
 		}
 		if _, changed, err := h.MergePlugin(src, collie, 90*time.Second); changed || err != nil {
@@ -114,11 +116,11 @@ func TestOpenCodePlugin_D1(t *testing.T) {
 			t.Fatalf("other collie: changed %v %v", changed, err)
 		}
 	}
-	edited := strings.Replace(string(PluginSource("/usr/bin/collie", SetupWait)), "throw new Error", "console.log", 1)
+	edited := strings.Replace(string(PluginSource("/usr/bin/collie", hook.SetupWait)), "throw new Error", "console.log", 1)
 	if info := ReadPlugin([]byte(edited)); !info.Recognized || info.Current {
 		t.Fatalf("an edited plugin reads as current: %+v", info)
 	}
-	if _, _, err := h.MergePlugin([]byte("export const Mine = async () => ({})\n"), "/usr/bin/collie", SetupWait); !errors.Is(err, ErrSettings) {
+	if _, _, err := h.MergePlugin([]byte("export const Mine = async () => ({})\n"), "/usr/bin/collie", hook.SetupWait); !errors.Is(err, ErrSettings) {
 		t.Fatalf("a foreign plugin: %v", err)
 	}
 }

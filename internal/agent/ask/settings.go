@@ -103,7 +103,7 @@ func (h *HookClient) entry(collie string, wait time.Duration) *object {
 	}
 	e.setJSON("type", "command")
 	e.setJSON("command", h.HookCommand(collie, wait))
-	e.setJSON("timeout", int64(ClientTimeoutFor(wait)/h.Settings.TimeoutUnit))
+	e.setJSON("timeout", int64(hook.ClientTimeoutFor(wait)/h.Settings.TimeoutUnit))
 	if h.Settings.OnFailure != "" {
 		e.setJSON("onFailure", h.Settings.OnFailure)
 	}

@@ -182,14 +182,14 @@ func (c *Clients) hookRow(h *ask.HookClient, entries []ask.HookEntry, where []st
 		if !en.OrBlock {
 			return fail(setup, "the hook's command does not end in %q: if collie cannot start or is killed, %s runs the tool", strings.TrimSpace(h.OrBlock), h.Label)
 		}
-		if gap := en.ClientTimeout - ask.HookDeadline(en.Wait); gap < 5*time.Second {
+		if gap := en.ClientTimeout - hook.Deadline(en.Wait); gap < 5*time.Second {
 			return fail(setup, "%s stops the hook after %v, but collie's deny can come %v after the start: raise the hook's timeout, or lower --timeout",
-				h.Label, en.ClientTimeout, ask.HookDeadline(en.Wait))
+				h.Label, en.ClientTimeout, hook.Deadline(en.Wait))
 		}
 	}
 	en := entries[0]
 	msg := fmt.Sprintf("collie's hook is in %s: a question waits %v, the deny comes by %v, %s's own timeout is %v",
-		strings.Join(where, " and "), en.Wait, ask.HookDeadline(en.Wait), h.Label, en.ClientTimeout)
+		strings.Join(where, " and "), en.Wait, hook.Deadline(en.Wait), h.Label, en.ClientTimeout)
 	if h.Settings.OnFailure != "" {
 		msg += "; a hook that cannot run blocks the tool"
 	} else {

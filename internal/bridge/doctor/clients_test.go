@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/collie-linux/collie/internal/agent/ask"
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 )
 
 // TestCodingAgents_D1: a row for each installed or configured coding
@@ -20,7 +21,7 @@ func TestCodingAgents_D1(t *testing.T) {
 	gemini := ask.HookClientNamed("gemini")
 	codex := ask.HookClientNamed("codex")
 	opencode := ask.HookClientNamed("opencode")
-	plugin := string(ask.PluginSource(collie, ask.SetupWait))
+	plugin := string(ask.PluginSource(collie, hook.SetupWait))
 	merged := func(h *ask.HookClient, wait time.Duration) string {
 		b, _, err := h.MergeSettings(nil, "/home/u/"+h.Settings.UserFile, collie, wait)
 		if err != nil {
@@ -28,10 +29,10 @@ func TestCodingAgents_D1(t *testing.T) {
 		}
 		return string(b)
 	}
-	ocConfig := merged(opencode, ask.SetupWait)
+	ocConfig := merged(opencode, hook.SetupWait)
 	const hookProgram = "/usr/libexec/collie/collie-hook"
 	mergedWith := func(h *ask.HookClient, prog string) string {
-		b, _, err := h.MergeSettings(nil, "/home/u/"+h.Settings.UserFile, prog, ask.SetupWait)
+		b, _, err := h.MergeSettings(nil, "/home/u/"+h.Settings.UserFile, prog, hook.SetupWait)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,9 +50,9 @@ func TestCodingAgents_D1(t *testing.T) {
 		{name: "nothing installed", want: map[string]Status{}},
 		{name: "claude without hook", installed: []string{"claude"}, want: map[string]Status{"Claude Code": Warn}, wantMsg: "without collie's hook"},
 		{name: "claude set up", installed: []string{"claude"}, runnable: true,
-			files: map[string]string{".claude/settings.json": merged(claude, ask.SetupWait)}, want: map[string]Status{"Claude Code": OK}, wantMsg: "blocks the tool"},
+			files: map[string]string{".claude/settings.json": merged(claude, hook.SetupWait)}, want: map[string]Status{"Claude Code": OK}, wantMsg: "blocks the tool"},
 		{name: "claude collie missing", installed: []string{"claude"}, runnable: false,
-			files: map[string]string{".claude/settings.json": merged(claude, ask.SetupWait)}, want: map[string]Status{"Claude Code": Fail}, wantMsg: "cannot be run here"},
+			files: map[string]string{".claude/settings.json": merged(claude, hook.SetupWait)}, want: map[string]Status{"Claude Code": Fail}, wantMsg: "cannot be run here"},
 		{name: "claude fails open", runnable: true,
 			files: map[string]string{".claude/settings.json": `{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"/usr/bin/collie ask --hook claude --timeout 55s"}]}]}}`},
 			want:  map[string]Status{"Claude Code": Fail}, wantMsg: `no "onFailure"`},
@@ -59,7 +60,7 @@ func TestCodingAgents_D1(t *testing.T) {
 			files: map[string]string{".claude/settings.json": `{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","onFailure":"block","timeout":60,"command":"/usr/bin/collie ask --hook claude --timeout 58s"}]}]}}`},
 			want:  map[string]Status{"Claude Code": Fail}, wantMsg: "stops the hook after 1m0s"},
 		{name: "gemini set up, broken claude", runnable: true,
-			files: map[string]string{".gemini/settings.json": merged(gemini, ask.SetupWait), ".claude/settings.json": "{"},
+			files: map[string]string{".gemini/settings.json": merged(gemini, hook.SetupWait), ".claude/settings.json": "{"},
 			want:  map[string]Status{"Gemini CLI": OK, "Claude Code": Fail}, wantMsg: "outlives its timeout"},
 		// OpenCode's hook is collie's plugin, with "permission": "ask" behind it.
 		{name: "opencode without plugin", installed: []string{"opencode"}, want: map[string]Status{"OpenCode": Warn}, wantMsg: "without collie's plugin"},
@@ -89,20 +90,20 @@ func TestCodingAgents_D1(t *testing.T) {
 			files: map[string]string{".claude/settings.json": mergedWith(claude, hookProgram)}, want: map[string]Status{"Claude Code": OK}, wantMsg: "the deny comes by 2m3s",
 			notMsg: "collie ask --hook"},
 		{name: "claude via collie ask --hook", installed: []string{"claude"}, runnable: true,
-			files: map[string]string{".claude/settings.json": merged(claude, ask.SetupWait)}, want: map[string]Status{"Claude Code": OK},
+			files: map[string]string{".claude/settings.json": merged(claude, hook.SetupWait)}, want: map[string]Status{"Claude Code": OK},
 			wantMsg: "it runs collie ask --hook: collie setup claude again makes it run collie's hook program, which costs less CPU per tool call"},
 		{name: "claude hook program missing", installed: []string{"claude"}, runnable: false,
 			files: map[string]string{".claude/settings.json": mergedWith(claude, hookProgram)}, want: map[string]Status{"Claude Code": Fail}, wantMsg: "the hook runs " + hookProgram + ", which cannot be run here"},
 		{name: "opencode plugin runs the hook program", installed: []string{"opencode"}, runnable: true,
-			files: map[string]string{".config/opencode/plugin/collie.js": string(ask.PluginSource(hookProgram, ask.SetupWait)), ".config/opencode/opencode.json": ocConfig},
+			files: map[string]string{".config/opencode/plugin/collie.js": string(ask.PluginSource(hookProgram, hook.SetupWait)), ".config/opencode/opencode.json": ocConfig},
 			want:  map[string]Status{"OpenCode": OK}, wantMsg: "if collie cannot run, the plugin denies", notMsg: "collie ask --hook"},
 		{name: "opencode plugin via collie ask --hook", installed: []string{"opencode"}, runnable: true,
 			files: map[string]string{".config/opencode/plugin/collie.js": plugin, ".config/opencode/opencode.json": ocConfig},
 			want:  map[string]Status{"OpenCode": OK}, wantMsg: "collie setup opencode again makes it run collie's hook program"},
 		{name: "codex without hook", installed: []string{"codex"}, want: map[string]Status{"Codex": Warn}, wantMsg: "Codex is installed without"},
-		{name: "codex set up", runnable: true, files: map[string]string{".codex/config.toml": merged(codex, ask.SetupWait)},
+		{name: "codex set up", runnable: true, files: map[string]string{".codex/config.toml": merged(codex, hook.SetupWait)},
 			want: map[string]Status{"Codex": OK}, wantMsg: "Codex's own timeout is 2m15s"},
-		{name: "codex untrusted", runnable: true, files: map[string]string{".codex/config.toml": strings.ReplaceAll(merged(codex, ask.SetupWait), "sha256:", "sha256:0")},
+		{name: "codex untrusted", runnable: true, files: map[string]string{".codex/config.toml": strings.ReplaceAll(merged(codex, hook.SetupWait), "sha256:", "sha256:0")},
 			want: map[string]Status{"Codex": Fail}, wantMsg: "skips collie's hook"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

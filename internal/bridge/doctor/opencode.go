@@ -71,7 +71,7 @@ func (c *Clients) pluginRow(h *ask.HookClient, open []ask.HookEntry, where []str
 		cheaper = "; it runs collie ask --hook: " + setup + " again makes it run collie's hook program, which costs less CPU per tool call"
 	}
 	return ok("collie's plugin is in %s: %s asks your phone before it runs a command, edits a file, fetches a page or uses an MCP tool; a question waits %v, collie denies by %v, the plugin itself by %v; if collie cannot run, the plugin denies; without the plugin %s asks in its own window (\"permission\": \"ask\" in %s)%s",
-		found[0], h.Label, info.Wait, ask.HookDeadline(info.Wait), info.Deadline, h.Label, strings.Join(where, " and "), cheaper)
+		found[0], h.Label, info.Wait, hook.Deadline(info.Wait), info.Deadline, h.Label, strings.Join(where, " and "), cheaper)
 }
 
 func configFiles(files []string) string {

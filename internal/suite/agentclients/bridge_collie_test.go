@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/collie-linux/collie/internal/agent/ask"
 	"github.com/collie-linux/collie/internal/agent/ask/hook"
 	"github.com/collie-linux/collie/internal/testkit/devicetest"
 	"github.com/collie-linux/collie/internal/testkit/fakemodel"
@@ -427,9 +426,9 @@ func runBridgeRow(t *testing.T, b *Bridge, c Client, tc bridgeRow) {
 	// out says so instead of the reason above (and Codex and Gemini run
 	// the tool); and the time from the model's call to the result the
 	// client sends back is under that timeout.
-	if took := <-decided; took >= ask.ClientTimeoutFor(hookWait) {
+	if took := <-decided; took >= hook.ClientTimeoutFor(hookWait) {
 		t.Fatalf("the client sent the call's result %v after the call; the hook's deny is due within %v, the client's own hook timeout is %v",
-			took, ask.HookDeadline(hookWait), ask.ClientTimeoutFor(hookWait))
+			took, hook.Deadline(hookWait), hook.ClientTimeoutFor(hookWait))
 	}
 }
 

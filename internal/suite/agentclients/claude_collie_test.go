@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/collie-linux/collie/internal/agent/ask"
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 	"github.com/collie-linux/collie/internal/testkit/fakemodel"
 	"github.com/collie-linux/collie/internal/testkit/testenv"
 )
@@ -127,8 +127,8 @@ func runCollieRow(t *testing.T, tc collieRow, c Client) (cardAfter time.Duration
 			t.Fatalf("tool results %+v, want one containing %q", results, tc.wantInRes)
 		}
 		// Before the client's own hook timeout, with the margin.
-		if limit := ask.ClientTimeoutFor(hookWait); took > limit+10*time.Second {
-			t.Fatalf("the run took %v; the hook's deny is due within %v of the call", took, ask.HookDeadline(hookWait))
+		if limit := hook.ClientTimeoutFor(hookWait); took > limit+10*time.Second {
+			t.Fatalf("the run took %v; the hook's deny is due within %v of the call", took, hook.Deadline(hookWait))
 		}
 	}
 	return cardAfter

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/collie-linux/collie/internal/agent/ask"
+	"github.com/collie-linux/collie/internal/agent/ask/hook"
 	"github.com/collie-linux/collie/internal/testkit/fakemodel"
 )
 
@@ -58,15 +58,15 @@ type ocRow struct {
 func TestOpenCode_CollieGate_D1(t *testing.T) {
 	Require(t, OpenCode)
 	deny := "Denied by the user on a paired device through Collie: not on a Friday"
-	pluginDeadline := ask.ClientTimeoutFor(hookWait)
+	pluginDeadline := hook.ClientTimeoutFor(hookWait)
 	rows := []ocRow{
 		{name: "control: no set-up, the tool runs", act: "none", wantRan: true},
 		{name: "yes runs it", setup: true, act: "yes", wantRan: true},
 		{name: "yes runs it, the agent's own ask too", setup: true, agentAsk: true, act: "yes", wantRan: true},
 		{name: "no blocks it", setup: true, act: "no", wantInRes: deny},
 		{name: "no, dangerously-skip-permissions", setup: true, yolo: true, act: "no", wantInRes: deny},
-		{name: "no answer denies at the timeout", setup: true, act: "none", wantInRes: "No answer from the user within 5s; Collie denies by default", wantWithin: ask.HookDeadline(hookWait)},
-		{name: "agent frozen after asking", setup: true, act: "freeze", wantInRes: "Collie denies by default", wantWithin: ask.HookDeadline(hookWait)},
+		{name: "no answer denies at the timeout", setup: true, act: "none", wantInRes: "No answer from the user within 5s; Collie denies by default", wantWithin: hook.Deadline(hookWait)},
+		{name: "agent frozen after asking", setup: true, act: "freeze", wantInRes: "Collie denies by default", wantWithin: hook.Deadline(hookWait)},
 		{name: "agent down", setup: true, act: "down", wantInRes: "cannot reach the agent"},
 		{name: "collie missing", setup: true, act: "missing", wantInRes: "Collie could not run"},
 		{name: "collie crashes", setup: true, act: "crash", wantInRes: "collie ended without a decision (killed by SIGKILL)"},
