@@ -210,6 +210,7 @@ async function readConversation(name, id) {
     if (d.delta !== undefined) {
       const now = convs.get(key);
       if (have && now === have && d.since === have.rev) conv = applyDelta(have.conv, d.delta);
+      if (!conv && whole) return false; // a delta to a whole read: never loop
       if (!conv) continue; // in doubt: read it whole
     } else if (d.conversation && typeof d.conversation === 'object') {
       conv = d.conversation;
