@@ -1,11 +1,13 @@
 package upstream
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -45,15 +47,29 @@ func NewHTTPS(baseURL, token string, o HTTPSOptions) (Waiter, error) {
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
 	}
-	tr := &http.Transport{
-		Proxy:                  nil, // the token goes to the agent and nowhere else
-		DialContext:            (&net.Dialer{Timeout: o.Timeout}).DialContext,
-		TLSClientConfig:        &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout:    o.Timeout,
-		MaxResponseHeaderBytes: 16 << 10,
-		MaxIdleConnsPerHost:    2, // a waiting read and a write may be under way at once
-		IdleConnTimeout:        90 * time.Second,
-		ForceAttemptHTTP2:      true,
+	u, err := url.Parse(baseURL)
+	if err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Hostname() == "" {
+		return nil, fmt.Errorf("the agent's address %q is not an https:// URL", baseURL)
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), map[string]string{"https": "443", "http": "80"}[u.Scheme])
+	}
+	tr := &httpsTransport{
+		scheme:  u.Scheme,
+		host:    host,
+		netDial: (&net.Dialer{Timeout: o.Timeout}).DialContext,
+		config: &tls.Config{
+			RootCAs:    roots,
+			ServerName: u.Hostname(),
+			MinVersion: tls.VersionTLS12,
+			NextProtos: []string{"http/1.1"},
+			// A connection made anew (beside a held read, or after the
+			// agent closed one) resumes the session: no full handshake.
+			ClientSessionCache: tls.NewLRUClientSessionCache(4),
+		},
+		timeout: o.Timeout,
+		pool:    newPool(),
 	}
 	return &reader{
 		base:    strings.TrimSuffix(baseURL, "/"),
@@ -67,3 +83,50 @@ func NewHTTPS(baseURL, token string, o HTTPSOptions) (Waiter, error) {
 		},
 	}, nil
 }
+
+// httpsTransport keeps a connection to one agent over TLS, as the socket
+// transport keeps one to a socket (connPool): HTTP/1.1, one connection
+// held while the agent holds a waiting read, with no goroutine or buffer
+// of its own. It goes to the agent's host and nowhere else: no proxy, and
+// the certificate must be the host's. Over http:// (an agent on this
+// machine, which sources.CheckURL allows only on loopback) there is no TLS.
+type httpsTransport struct {
+	scheme  string // https, or http
+	host    string // host:port
+	netDial func(ctx context.Context, network, addr string) (net.Conn, error)
+	config  *tls.Config
+	timeout time.Duration // connect and handshake
+	pool    *connPool
+}
+
+// RoundTrip sends req, which must be for the agent's host, over the kept
+// connection or a new one.
+func (t *httpsTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme != t.scheme || req.URL.Host != t.host && net.JoinHostPort(req.URL.Hostname(), "443") != t.host {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, fmt.Errorf("a request for %s://%s on the connection to %s", req.URL.Scheme, req.URL.Host, t.host)
+	}
+	return t.pool.send(req, t.dial)
+}
+
+// dial connects to the agent and completes the TLS handshake, checking its
+// certificate (unless over http://), within the transport's timeout.
+func (t *httpsTransport) dial(ctx context.Context) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	raw, err := t.netDial(ctx, "tcp", t.host)
+	if err != nil || t.scheme == "http" {
+		return raw, err
+	}
+	c := tls.Client(raw, t.config)
+	if err := c.HandshakeContext(ctx); err != nil {
+		raw.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// CloseIdleConnections closes the connection no request is using.
+func (t *httpsTransport) CloseIdleConnections() { t.pool.closeIdle() }

@@ -31,6 +31,7 @@ const (
 // tlsAgent is a durable agent served over real TLS on loopback.
 type tlsAgent struct {
 	URL      string
+	srv      *http.Server
 	requests atomic.Int64
 	bytes    *countingListener
 	tokens   atomic.Pointer[durable.Tokens]
@@ -60,6 +61,7 @@ func startTLSAgent(t *testing.T, cert tls.Certificate, h http.Handler) *tlsAgent
 	}
 	a.bytes = &countingListener{Listener: l}
 	srv := &http.Server{Handler: checked, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
+	a.srv = srv
 	go srv.ServeTLS(a.bytes, "", "")
 	t.Cleanup(func() { srv.Close() })
 	a.URL = "https://localhost:" + fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
@@ -239,10 +241,12 @@ func TestHTTPSIdlePollBytes(t *testing.T) {
 	}
 }
 
-// countingListener counts the bytes its connections carry both ways.
+// countingListener counts the connections it accepts and the bytes they
+// carry both ways.
 type countingListener struct {
 	net.Listener
-	n atomic.Int64
+	n        atomic.Int64
+	accepted atomic.Int64
 }
 
 func (l *countingListener) Accept() (net.Conn, error) {
@@ -250,6 +254,7 @@ func (l *countingListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.accepted.Add(1)
 	return &countingConn{Conn: c, n: &l.n}, nil
 }
 
@@ -307,7 +312,7 @@ func TestHTTPSTrickleEndedByDeadline_K2(t *testing.T) {
 			synctest.Wait() // the handler and the connections are gone
 		}()
 		c := newClient(t, "https://localhost:1", oldToken, ca.File, 2*time.Second)
-		c.(*reader).hc.Transport.(*http.Transport).DialContext = l.DialContext
+		c.(*reader).hc.Transport.(*httpsTransport).netDial = l.DialContext
 
 		start := time.Now()
 		_, err := c.Snapshot(t.Context(), "")

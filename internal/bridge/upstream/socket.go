@@ -55,28 +55,15 @@ type socketTransport struct {
 	cur *socketPool // connections to the socket the last walk ended at
 }
 
-// socketPool is the connections to one socket, by its ID. Once closed it
-// is never used again: the next request makes a new pool.
-//
-// It keeps at most one connection between requests, and only when no
-// other request is under way: a request beside a held waiting read (a
-// write, a check) connects anew and closes its connection when done, so
-// an idle agent costs one descriptor.
+// socketPool is the connections to one socket, by its ID.
 type socketPool struct {
 	id sockpath.ID
-
-	mu    sync.Mutex
-	conns map[*keptConn]struct{} // every open connection, busy or idle
-	idle  *keptConn              // the kept connection no request uses
-	busy  int                    // requests under way
-	gone  error                  // why the pool was closed; nil while it is open
+	*connPool
 }
 
 // RoundTrip walks the path, drops the kept connections when the walk
 // fails or ends at another socket, and sends req over the kept connection
-// or a new one to the socket the walk checked. A GET that fails on a kept
-// connection before any reply (the agent closed it meanwhile) is sent once
-// more over a new one.
+// or a new one to the socket the walk checked (see connPool.send).
 func (s *socketTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	p, err := s.pool()
 	if err != nil {
@@ -85,55 +72,7 @@ func (s *socketTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	for attempt := 0; ; attempt++ {
-		c, kept, err := s.conn(req.Context(), p)
-		if err != nil {
-			if req.Body != nil {
-				req.Body.Close()
-			}
-			return nil, err
-		}
-		resp, err := c.exchange(req)
-		if err == nil {
-			return resp, nil
-		}
-		if why := p.closed(); why != nil {
-			return nil, why
-		}
-		if !kept || attempt > 0 || req.Context().Err() != nil || (req.Method != http.MethodGet && req.Method != http.MethodHead) {
-			return nil, err
-		}
-	}
-}
-
-// conn returns p's kept connection when it is still good, or a new one
-// (walked and checked: see dial); kept says which.
-func (s *socketTransport) conn(ctx context.Context, p *socketPool) (*keptConn, bool, error) {
-	p.mu.Lock()
-	if p.gone != nil {
-		p.mu.Unlock()
-		return nil, false, p.gone
-	}
-	c := p.idle
-	p.idle = nil
-	p.busy++ // from now on: no other request keeps its connection
-	p.mu.Unlock()
-	kept := c != nil && c.alive(time.Now())
-	if c != nil && !kept {
-		c.Close()
-	}
-	var err error
-	if !kept {
-		c, err = s.dial(ctx, p)
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err != nil {
-		p.busy--
-		return nil, false, err
-	}
-	c.busy = true // c's Close or release ends the request
-	return c, kept, nil
+	return p.send(req, func(ctx context.Context) (net.Conn, error) { return s.dial(ctx, p) })
 }
 
 // pool runs the T2 walk and returns the pool for the socket it ends at.
@@ -154,19 +93,15 @@ func (s *socketTransport) pool() (*socketPool, error) {
 		s.cur = nil
 	}
 	if s.cur == nil {
-		s.cur = s.newPool(id)
+		s.cur = &socketPool{id: id, connPool: newPool()}
 	}
 	return s.cur, nil
-}
-
-func (s *socketTransport) newPool(id sockpath.ID) *socketPool {
-	return &socketPool{id: id, conns: map[*keptConn]struct{}{}}
 }
 
 // dial connects to exactly the socket a walk checked (sockpath.DialID),
 // refuses it unless it is the socket of p, and then refuses a listener that
 // is not ours: the peer check, once per connection (L3).
-func (s *socketTransport) dial(ctx context.Context, p *socketPool) (*keptConn, error) {
+func (s *socketTransport) dial(ctx context.Context, p *socketPool) (net.Conn, error) {
 	c, id, err := sockpath.DialID(ctx, s.path, s.uid)
 	if err != nil {
 		u := &Unreachable{Reason: err.Error(), Err: err}
@@ -188,15 +123,7 @@ func (s *socketTransport) dial(ctx context.Context, p *socketPool) (*keptConn, e
 		le := sockpath.ListenerError(s.path, err)
 		return nil, &Unreachable{Reason: le.Reason, Err: le}
 	}
-	kc := &keptConn{UnixConn: c, p: p}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.gone != nil {
-		c.Close()
-		return nil, p.gone
-	}
-	p.conns[kc] = struct{}{}
-	return kc, nil
+	return c, nil
 }
 
 // CloseIdleConnections closes the connections no request is using.
@@ -206,85 +133,5 @@ func (s *socketTransport) CloseIdleConnections() {
 	s.mu.Unlock()
 	if p != nil {
 		p.closeIdle()
-	}
-}
-
-// closeIdle closes the kept connection no request uses.
-func (p *socketPool) closeIdle() {
-	p.mu.Lock()
-	c := p.idle
-	p.idle = nil
-	p.mu.Unlock()
-	if c != nil {
-		c.Close()
-	}
-}
-
-// close closes every connection of p, idle or carrying a request, and
-// records why: a request cut by it fails with that error.
-func (p *socketPool) close(why error) {
-	p.mu.Lock()
-	if p.gone != nil {
-		p.mu.Unlock()
-		return
-	}
-	p.gone = why
-	conns := make([]*keptConn, 0, len(p.conns))
-	for c := range p.conns {
-		conns = append(conns, c)
-	}
-	p.mu.Unlock()
-	for _, c := range conns {
-		c.Close()
-	}
-}
-
-func (p *socketPool) closed() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.gone
-}
-
-// keptConn is one connection of a pool.
-type keptConn struct {
-	*net.UnixConn
-	p         *socketPool
-	idleSince time.Time // when it was last given back
-	busy      bool      // counted in p.busy
-}
-
-// Close closes c and forgets it; a request it carried is no longer under way.
-func (c *keptConn) Close() error {
-	c.p.mu.Lock()
-	delete(c.p.conns, c)
-	if c.p.idle == c {
-		c.p.idle = nil
-	}
-	if c.busy {
-		c.busy = false
-		c.p.busy--
-	}
-	c.p.mu.Unlock()
-	return c.UnixConn.Close()
-}
-
-// release gives c back after a request that read its reply to the end:
-// it is kept for the next request when no other request is under way and
-// the pool is open, and closed otherwise.
-func (c *keptConn) release() {
-	p := c.p
-	p.mu.Lock()
-	if c.busy {
-		c.busy = false
-		p.busy--
-	}
-	keep := p.gone == nil && p.busy == 0 && p.idle == nil
-	if keep {
-		c.idleSince = time.Now()
-		p.idle = c
-	}
-	p.mu.Unlock()
-	if !keep {
-		c.Close()
 	}
 }

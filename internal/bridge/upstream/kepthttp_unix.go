@@ -12,10 +12,10 @@ import (
 // peer has not closed it (a recv with MSG_PEEK would block) and it has not
 // been idle longer than idleTimeout.
 func (c *keptConn) alive(now time.Time) bool {
-	if now.Sub(c.idleSince) > idleTimeout {
+	if c.raw == nil || now.Sub(c.idleSince) > idleTimeout {
 		return false
 	}
-	rc, err := c.UnixConn.SyscallConn()
+	rc, err := c.raw.SyscallConn()
 	if err != nil {
 		return false
 	}
@@ -30,9 +30,13 @@ func (c *keptConn) alive(now time.Time) bool {
 
 // awaitReply waits until the connection has something to read, or the
 // peer closed it, holding no buffer: a recv with MSG_PEEK of one byte,
-// retried when the poller says the descriptor is readable.
+// retried when the poller says the descriptor is readable. Without a
+// descriptor it returns at once: the reply is read through a buffer.
 func (c *keptConn) awaitReply() error {
-	rc, err := c.UnixConn.SyscallConn()
+	if c.raw == nil {
+		return nil
+	}
+	rc, err := c.raw.SyscallConn()
 	if err != nil {
 		return err
 	}

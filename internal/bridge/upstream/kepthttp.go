@@ -11,14 +11,14 @@ import (
 	"time"
 )
 
-// One HTTP/1.1 exchange over a kept Unix socket connection, without
-// net/http's Transport: an agent held in a waiting read costs the bridge
+// One HTTP/1.1 exchange over a kept connection (a Unix socket, or TLS
+// over TCP), without net/http's Transport: an agent held in a waiting read costs the bridge
 // the goroutine that asked for it and the connection's descriptor, and
 // nothing else while it waits. No goroutine reads or writes the
 // connection beside the request, and no buffer is held while the agent
 // holds the read: the request is written through a pooled buffer, the wait
 // for the reply's first byte is a readiness wait on the descriptor
-// (MSG_PEEK, no buffer), and the reply is read through a pooled buffer
+// (MSG_PEEK on the socket, under TLS too: no buffer), and the reply is read through a pooled buffer
 // that goes back to the pool when its body is closed.
 
 // maxHeaderBytes caps a reply's status line and headers (with the
@@ -55,7 +55,7 @@ func (c *keptConn) exchange(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	bw := writers.Get().(*bufio.Writer)
-	bw.Reset(c.UnixConn)
+	bw.Reset(c.Conn)
 	err := req.Write(bw)
 	if err == nil {
 		err = bw.Flush()
@@ -69,7 +69,7 @@ func (c *keptConn) exchange(req *http.Request) (*http.Response, error) {
 	if err := c.awaitReply(); err != nil {
 		return fail(err)
 	}
-	lim := &headerLimit{r: c.UnixConn, n: maxHeaderBytes + 4<<10}
+	lim := &headerLimit{r: c.Conn, n: maxHeaderBytes + 4<<10}
 	br := readers.Get().(*bufio.Reader)
 	br.Reset(lim)
 	release := func() { br.Reset(nil); readers.Put(br) }
