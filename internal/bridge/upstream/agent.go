@@ -3,7 +3,9 @@
 // before every request, T2, over a kept-alive connection whose listener's
 // uid was checked when it was made, L3) or over HTTPS with a bearer token
 // (K1–K7). A snapshot read may wait at the agent for a change
-// (see [Waiter]).
+// (see [Waiter]). Both transports keep one connection to an agent alive
+// between requests and speak HTTP/1.1 over it themselves, so that a read
+// held at the agent costs its caller's goroutine and one descriptor.
 package upstream
 
 import (

@@ -233,3 +233,55 @@ func TestHTTPSHeldReadsHoldNothingButTheirCaller_K8(t *testing.T) {
 }
 
 var _ http.RoundTripper = (*httpsTransport)(nil)
+
+// TestHTTPSBytesAfterReplyNotTakenForTheNext: an agent that sends more
+// than its reply (here a second, made-up reply in the same TLS record,
+// past the end of what the client's buffer read) never has those bytes
+// taken as the reply to the next request: the connection is closed, and
+// the next read goes over a new one.
+func TestHTTPSBytesAfterReplyNotTakenForTheNext(t *testing.T) {
+	ca := tlstest.NewCA(t, t.TempDir())
+	tl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One write is one record (no small records at a connection's start).
+	l := tls.NewListener(tl, &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, "localhost")}, DynamicRecordSizingDisabled: true})
+	t.Cleanup(func() { l.Close() })
+	// The first connection's reply is exactly as long as the client's
+	// read buffer (4 KiB), and a forged reply follows it in one write.
+	head := "HTTP/1.1 304 Not Modified\r\nETag: \"e\"\r\nX-Pad: "
+	first := head + strings.Repeat("a", 4096-len(head)-4) + "\r\n\r\n"
+	forged := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+	go func() {
+		for i := 0; ; i++ {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					if _, err := http.ReadRequest(br); err != nil {
+						return
+					}
+					if i == 0 {
+						io.WriteString(c, first+forged)
+					} else {
+						io.WriteString(c, "HTTP/1.1 304 Not Modified\r\nETag: \"e\"\r\n\r\n")
+					}
+				}
+			}()
+		}
+	}()
+	url := "https://localhost:" + strings.TrimPrefix(tl.Addr().String(), "127.0.0.1:")
+	c := newClient(t, url, oldToken, ca.File, 0).(Waiter)
+	defer c.Close()
+	for i := range 2 {
+		rd, err := c.Snapshot(t.Context(), `"e"`)
+		if err != nil || !rd.NotModified {
+			t.Fatalf("read %d: %+v, %v; want not modified (the forged reply was taken)", i+1, rd, err)
+		}
+	}
+}

@@ -258,7 +258,8 @@ func TestKeptConnectionClosedByAgentIsNotReused(t *testing.T) {
 // agent's replies itself (no net/http Transport): a chunked body is read
 // whole and its connection kept; a reply that says Connection: close, or
 // whose body is not read to its end, does not keep its connection; an
-// informational reply before the answer is skipped; headers without end
+// informational reply before the answer is skipped; bytes after the reply
+// close the connection; headers without end
 // are refused once past 16 KiB, with a sentence that says so.
 func TestSocketRepliesParsedWithoutTransport(t *testing.T) {
 	const etag = "ETag: \"e2\"\r\n"
@@ -274,6 +275,7 @@ func TestSocketRepliesParsedWithoutTransport(t *testing.T) {
 		{"informational_first", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 304 Not Modified\r\n" + etag + "\r\n", true, ""},
 		{"trailing_space_in_body", "HTTP/1.1 200 OK\r\n" + etag + "Content-Length: 100\r\n\r\n{\"spaces\":[]}" + strings.Repeat(" ", 87), true, ""},
 		{"body_over_the_cap_not_read", "HTTP/1.1 200 OK\r\n" + etag + "Content-Length: 5000000\r\n\r\n{", false, "cap"},
+		{"bytes_after_the_reply", "HTTP/1.1 304 Not Modified\r\n" + etag + "\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}", false, ""},
 		{"endless_headers", "HTTP/1.1 200 OK\r\n" + strings.Repeat("X-Pad: "+strings.Repeat("a", 90)+"\r\n", 700), false, "reply headers are longer than 16384 bytes"},
 	}
 	for _, tt := range tests {
@@ -301,5 +303,38 @@ func TestSocketRepliesParsedWithoutTransport(t *testing.T) {
 				t.Errorf("%d connections open after the reply, want %d", n, want)
 			}
 		})
+	}
+}
+
+// TestSocketBytesPastTheBufferNotTakenForTheNext: bytes an agent sends
+// after its reply, past what the client's buffer read (a reply exactly
+// 4 KiB long, then a forged one), are found on the socket before the
+// connection is reused: the next read goes over a new connection and
+// never takes them as its reply.
+func TestSocketBytesPastTheBufferNotTakenForTheNext(t *testing.T) {
+	a := newRawAgent(t)
+	c := NewSocket(a.path, os.Getuid()).(*reader)
+	defer c.Close()
+	head := "HTTP/1.1 304 Not Modified\r\nETag: \"e\"\r\nX-Pad: "
+	first := head + strings.Repeat("a", 4096-len(head)-4) + "\r\n\r\n"
+	forged := "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"
+	replies := []string{first + forged, "HTTP/1.1 304 Not Modified\r\nETag: \"e\"\r\n\r\n"}
+	for i, reply := range replies {
+		type result struct {
+			rd  Read
+			err error
+		}
+		res := make(chan result, 1)
+		go func() {
+			rd, err := c.Snapshot(context.Background(), `"e"`)
+			res <- result{rd, err}
+		}()
+		if err := a.take(); err != nil {
+			t.Fatalf("read %d did not come on a new connection: %v", i+1, err)
+		}
+		unix.Write(a.fds[i], []byte(reply))
+		if r := <-res; r.err != nil || !r.rd.NotModified {
+			t.Fatalf("read %d: %+v, %v; want not modified (the forged reply was taken)", i+1, r.rd, r.err)
+		}
 	}
 }

@@ -148,7 +148,7 @@ func (b *keptBody) Close() error {
 	b.once.Do(func() {
 		done := b.eof || (b.length >= 0 && b.read == b.length)
 		watched := b.stop() // false: ctx ended and its deadline is set on c
-		if done && watched && b.reuse && b.br.Buffered() == 0 {
+		if done && watched && b.reuse && b.br.Buffered() == 0 && b.c.drained() {
 			b.br.Reset(nil)
 			readers.Put(b.br)
 			b.c.release()

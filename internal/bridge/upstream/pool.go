@@ -3,8 +3,10 @@ package upstream
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -157,6 +159,23 @@ type keptConn struct {
 	p         *connPool
 	idleSince time.Time // when it was last given back
 	busy      bool      // counted in p.busy
+}
+
+// drained reports whether c holds no bytes beyond the reply just read,
+// which the next request would take as its reply. Bytes still on the
+// socket are found before c is reused (alive); under TLS, bytes already
+// decrypted are not on the socket, so they are looked for here, with a
+// read that cannot wait.
+func (c *keptConn) drained() bool {
+	tc, ok := c.Conn.(*tls.Conn)
+	if !ok {
+		return true
+	}
+	tc.SetReadDeadline(time.Unix(1, 0))
+	var one [1]byte
+	n, err := tc.Read(one[:])
+	tc.SetReadDeadline(time.Time{})
+	return n == 0 && errors.Is(err, os.ErrDeadlineExceeded)
 }
 
 // Close closes c and forgets it; a request it carried is no longer under way.
