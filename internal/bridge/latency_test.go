@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -50,7 +51,10 @@ var latencyAgents = flag.Int("latency.agents", 20, "BenchmarkQuestionLatency: ho
 // bridge holds the question and has told the device API. Questions are
 // 150 to 350 ms apart, each in one of the agents chosen at random, as
 // agents ask them, not as fast as they can. It prints p50 and p99 and the
-// ratio of p99 to the 10 ms budget.
+// ratio of p99 to the 10 ms budget, and beside them its baseline, measured
+// halfway between each two questions: a bare wakeup over the same kind of
+// connection (wakeProbe), which shows how much of a slow run's tail is the
+// machine's.
 //
 //	go test -run '^$' -bench BenchmarkQuestionLatency ./internal/bridge
 func BenchmarkQuestionLatency(b *testing.B) {
@@ -83,6 +87,93 @@ func gcCount() uint64 {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// percentile99 is the 99th percentile of d, which it leaves as it is.
+func percentile99(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)*99/100]
+}
+
+// wakeProbe is the latency benchmark's baseline: one byte written to a
+// connection of the same kind as the agents' (a Unix socket, or TLS over
+// loopback TCP), and the time until a goroutine blocked reading its other
+// end has it. A question's way to a device takes at least a few of these.
+type wakeProbe struct {
+	w, r net.Conn
+	got  chan time.Time
+}
+
+func newWakeProbe(tb testing.TB, tr string, ca *tlstest.CA) *wakeProbe {
+	tb.Helper()
+	var l net.Listener
+	var err error
+	dial := net.Dial
+	if tr == "socket" {
+		l, err = net.Listen("unix", filepath.Join(tb.TempDir(), "probe.sock"))
+	} else {
+		var tl net.Listener
+		if tl, err = net.Listen("tcp", "127.0.0.1:0"); err == nil {
+			l = tls.NewListener(tl, &tls.Config{Certificates: []tls.Certificate{ca.Issue(tb, "localhost")}})
+			roots := x509.NewCertPool()
+			roots.AppendCertsFromPEM(ca.PEM)
+			dial = func(network, addr string) (net.Conn, error) {
+				return tls.Dial(network, addr, &tls.Config{RootCAs: roots, ServerName: "localhost"})
+			}
+		}
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := l.Accept()
+		if tc, ok := c.(*tls.Conn); ok && err == nil {
+			err = tc.Handshake()
+		}
+		if err != nil {
+			c = nil
+		}
+		accepted <- c
+	}()
+	w, err := dial(l.Addr().Network(), l.Addr().String())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r := <-accepted
+	if r == nil {
+		tb.Fatal("the probe's listener accepted nothing")
+	}
+	p := &wakeProbe{w: w, r: r, got: make(chan time.Time, 1)}
+	go func() {
+		var one [1]byte
+		for {
+			if _, err := r.Read(one[:]); err != nil {
+				close(p.got)
+				return
+			}
+			p.got <- time.Now()
+		}
+	}()
+	p.once(tb) // the TLS handshake, done before anything is timed
+	return p
+}
+
+// once writes a byte and returns how long until the reader had it.
+func (p *wakeProbe) once(tb testing.TB) time.Duration {
+	sent := time.Now()
+	if _, err := p.w.Write([]byte{1}); err != nil {
+		tb.Fatalf("the probe: %v", err)
+	}
+	at, ok := <-p.got
+	if !ok {
+		tb.Fatal("the probe's reader ended")
+	}
+	return at.Sub(sent)
+}
+
+func (p *wakeProbe) close() { p.w.Close(); p.r.Close() }
 
 // measureLatency runs one case and returns each question's latency.
 func measureLatency(b *testing.B, tr string, watching bool) []time.Duration {
@@ -215,11 +306,19 @@ func measureLatency(b *testing.B, tr string, watching bool) []time.Duration {
 	// side) and until the bridge held it.
 	type stages struct{ posed, held time.Duration }
 	split := make([]stages, 0, latencyQuestions)
+	probe := newWakeProbe(b, tr, ca)
+	defer probe.close()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	b.ResetTimer()
+	bare := make([]time.Duration, 0, latencyQuestions)
 	for i := range latencyQuestions {
-		time.Sleep(150*time.Millisecond + rand.N(200*time.Millisecond))
+		// Halfway to the question, the baseline: a bare wakeup over the
+		// same kind of connection, after the same kind of idle.
+		gap := 150*time.Millisecond + rand.N(200*time.Millisecond)
+		time.Sleep(gap / 2)
+		bare = append(bare, probe.once(b))
+		time.Sleep(gap - gap/2)
 		drain()
 		gc0 := gcCount()
 		asked := time.Now()
@@ -268,6 +367,10 @@ func measureLatency(b *testing.B, tr string, watching bool) []time.Duration {
 			}
 		}
 	}
+	slices.Sort(bare)
+	q99, b99 := percentile99(lat), bare[len(bare)*99/100]
+	fmt.Printf("  baseline, a bare wakeup over %s halfway between the questions: p50 %.2f ms, p99 %.2f ms, max %.1f ms; the questions' p99 is %.1fx the baseline's\n",
+		tr, ms(bare[len(bare)/2]), ms(b99), ms(bare[len(bare)-1]), float64(q99)/float64(b99))
 	fmt.Printf("  the slowest %d questions, on average: %.1f ms in all, %.1f ms until the agent posed it, %.1f ms until the bridge held it\n",
 		slow, ms(slowAll)/float64(slow), ms(slowPosed)/float64(slow), ms(slowHeld)/float64(slow))
 	fmt.Printf("  %d GCs (%.1f KiB allocated per question); %d of the slowest %d questions and %d of all %d met one; GC pauses %.1f ms in all\n",
