@@ -108,6 +108,8 @@ type Bridge struct {
 	wake     chan struct{}
 	wg       sync.WaitGroup // the scheduler and the reads under way
 
+	roots upstream.Roots // the HTTPS agents' certificate roots, one pool per CA
+
 	mu          sync.Mutex
 	agents      map[string]*agent
 	heap        agentHeap          // agents by when they are next due
@@ -263,7 +265,7 @@ func (b *Bridge) start(s sources.Source) {
 	case s.Transport() == "socket":
 		client = upstream.NewSocket(s.Socket, b.o.UID)
 	default:
-		client, err = upstream.NewHTTPS(s.URL, s.Token, upstream.HTTPSOptions{CAFile: s.CAFile})
+		client, err = upstream.NewHTTPS(s.URL, s.Token, upstream.HTTPSOptions{CAFile: s.CAFile, Roots: &b.roots})
 	}
 	b.add(s, client, err)
 }

@@ -3,6 +3,7 @@ package bridge
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
@@ -27,12 +28,14 @@ import (
 	"github.com/collie-linux/collie/internal/bridge/device/store"
 	"github.com/collie-linux/collie/internal/bridge/sources"
 	"github.com/collie-linux/collie/internal/protocol/wire"
+	"github.com/collie-linux/collie/internal/testkit/tlstest"
 )
 
 var (
 	loadAgents = flag.Int("load.agents", 1000, "BenchmarkLoadThousand: how many agents")
 	loadWindow = flag.Duration("load.window", 60*time.Second, "BenchmarkLoadThousand: how long each phase is measured (at least the 60 s wait, so every held read is renewed once)")
 	loadProf   = flag.String("load.prof", "", "BenchmarkLoadThousand: a folder for the bridge's CPU, heap and goroutine profiles of the idle phase")
+	loadTrans  = flag.String("load.transport", "socket", "BenchmarkLoadThousand: how the bridge reaches the agents: socket (private Unix sockets) or https (TLS on loopback, each agent its own port)")
 )
 
 // loadChildEnv names the folder of the bridge a child process runs.
@@ -51,7 +54,8 @@ const (
 // waiting reads cost the bridge: its share of one core, its resident set
 // and its file descriptors, idle and then with a device watching while one
 // agent a second changes. The agents are real durable servers on private
-// Unix sockets in this process; the bridge, with its device API, runs in a
+// Unix sockets in this process (with -load.transport https, on TLS
+// listeners on loopback, read with a token); the bridge, with its device API, runs in a
 // child process (this test binary again, TestLoadChild), so that its CPU
 // time, RSS and descriptors are its own, read from /proc/PID. The
 // baseline is the same child measured first with no agent attached, in
@@ -74,20 +78,47 @@ func BenchmarkLoadThousand(b *testing.B) {
 	var srvs []*durable.Server
 	var srcs []sources.Source
 	done := make(chan struct{}, n)
+	over := "Unix sockets"
+	var ca *tlstest.CA
+	var cert tls.Certificate
+	switch *loadTrans {
+	case "socket":
+	case "https":
+		over = "HTTPS on loopback"
+		ca = tlstest.NewCA(b, dir)
+		cert = ca.Issue(b, "localhost")
+	default:
+		b.Fatalf("-load.transport %q: give socket or https", *loadTrans)
+	}
+	const token = "load-token-0123456789abcdef0123456789abcdef"
 	for i := range n {
-		sock := filepath.Join(dir, fmt.Sprintf("a%d", i), "desk", "s.sock")
-		l, _, err := durable.Listen(sock)
-		if err != nil {
-			b.Fatal(err)
+		name := fmt.Sprintf("a%d", i)
+		var l net.Listener
+		var t durable.Transport
+		var src sources.Source
+		if ca == nil {
+			sock := filepath.Join(dir, name, "desk", "s.sock")
+			if l, _, err = durable.Listen(sock); err != nil {
+				b.Fatal(err)
+			}
+			t, src = durable.Transport{Unchecked: true}, sources.Source{Name: name, Socket: sock}
+		} else {
+			tl, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			l = tls.NewListener(tl, &tls.Config{Certificates: []tls.Certificate{cert}})
+			t = durable.Transport{Remote: true, Tokens: durable.Tokens{Current: token}}
+			src = sources.Source{Name: name, URL: fmt.Sprintf("https://localhost:%d", tl.Addr().(*net.TCPAddr).Port), Token: token, CAFile: ca.File}
 		}
 		srv, err := durable.NewServer(wire.Hello{Agent: fmt.Sprintf("agent-%d", i)}, quiet())
 		if err != nil {
 			b.Fatal(err)
 		}
 		srv.SetSnapshot(loadSnapshot(i, 0))
-		go func() { srv.ServeTransport(ctx, l, durable.Transport{Unchecked: true}); done <- struct{}{} }()
+		go func() { srv.ServeTransport(ctx, l, t); done <- struct{}{} }()
 		srvs = append(srvs, srv)
-		srcs = append(srcs, sources.Source{Name: fmt.Sprintf("a%d", i), Socket: sock})
+		srcs = append(srcs, src)
 	}
 	defer func() {
 		cancel()
@@ -191,8 +222,8 @@ func BenchmarkLoadThousand(b *testing.B) {
 	b.ReportMetric(perAgent(int64(idle.fds), int64(base.fds)), "fds/agent")
 	fmt.Printf("baseline, no agent: bridge %.2f%% of one core, RSS %.1f MB, %d fds %v, %d goroutines, heap %.1f MB\n",
 		base.cpu*100, mb(base.rss), base.fds, base.kinds, base.goroutines, mb(base.heap))
-	fmt.Printf("%d agents held in waiting reads over Unix sockets, idle %s: bridge %.2f%% of one core (budget %.0f%%: %.2fx), RSS %.1f MB (budget %d MB: %.2fx; %.1f KiB per agent over the baseline), %d fds %v (%.2f per agent over the baseline; %d agent connections), %d goroutines (%.2f per agent), heap %.1f MB (%.1f KiB per agent)\n",
-		n, *loadWindow, idle.cpu*100, idleCoreBudget, idle.cpu*100/idleCoreBudget, mb(idle.rss), idleRSSBudget, mb(idle.rss)/idleRSSBudget, perAgent(idle.rss, base.rss)/1024,
+	fmt.Printf("%d agents held in waiting reads over %s, idle %s: bridge %.2f%% of one core (budget %.0f%%: %.2fx), RSS %.1f MB (budget %d MB: %.2fx; %.1f KiB per agent over the baseline), %d fds %v (%.2f per agent over the baseline; %d agent connections), %d goroutines (%.2f per agent), heap %.1f MB (%.1f KiB per agent)\n",
+		n, over, *loadWindow, idle.cpu*100, idleCoreBudget, idle.cpu*100/idleCoreBudget, mb(idle.rss), idleRSSBudget, mb(idle.rss)/idleRSSBudget, perAgent(idle.rss, base.rss)/1024,
 		idle.fds, idle.kinds, perAgent(int64(idle.fds), int64(base.fds)), idle.kinds["socket"]-base.kinds["socket"],
 		idle.goroutines, perAgent(int64(idle.goroutines), int64(base.goroutines)), mb(idle.heap), perAgent(int64(idle.heap), int64(base.heap))/1024)
 	fmt.Printf("5 s after collie durable list (a read of every agent beside its held one): %d fds %v (%.2f per agent over the baseline)\n",

@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -323,4 +324,44 @@ func TestHTTPSTrickleEndedByDeadline_K2(t *testing.T) {
 			t.Fatalf("the deadline ended a trickling body after %s; it is 2 s", d)
 		}
 	})
+}
+
+// TestRootsSharedPerCA: clients made with one Roots share one pool of
+// certificate roots per CA file's contents (a thousand agents behind one
+// CA cost one pool, not a thousand copies of the system's roots); another
+// CA gets its own pool, which trusts only its own agents beside the
+// system's; no CA file means the system's roots, not a copy of them.
+func TestRootsSharedPerCA(t *testing.T) {
+	ca, other := tlstest.NewCA(t, t.TempDir()), tlstest.NewCA(t, t.TempDir())
+	a := startTLSAgent(t, ca.Issue(t, "localhost"), nil)
+	var roots Roots
+	pool := func(caFile string) (*x509.CertPool, Waiter) {
+		t.Helper()
+		c, err := NewHTTPS(a.URL, oldToken, HTTPSOptions{CAFile: caFile, Roots: &roots})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c.(*reader).hc.Transport.(*httpsTransport).config.RootCAs, c
+	}
+	p1, c1 := pool(ca.File)
+	p2, c2 := pool(ca.File)
+	if p1 == nil || p1 != p2 {
+		t.Errorf("two clients of one CA file have pools %p and %p, want one shared", p1, p2)
+	}
+	for _, c := range []Waiter{c1, c2} {
+		if _, err := c.Hello(t.Context()); err != nil {
+			t.Fatalf("hello through the shared roots: %v", err)
+		}
+	}
+	p3, c3 := pool(other.File)
+	if p3 == p1 {
+		t.Error("another CA's client shares the first CA's pool")
+	}
+	if _, err := c3.Hello(t.Context()); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("K2 a client trusting another CA reached the agent: %v", err)
+	}
+	if p, _ := pool(""); p != nil {
+		t.Error("a client with no CA file has a pool of its own; it should use the system's roots as they are")
+	}
 }
