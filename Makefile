@@ -119,6 +119,7 @@ bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./internal/protocol/sanitize ./internal/protocol/wire ./internal/linux/sockpath ./internal/bridge/upstream ./internal/agent/callercheck ./internal/bridge/audit
 	$(GO) test -run='^$$' -bench='^(BenchmarkQuestionLatency|BenchmarkLoadThousand|BenchmarkStreamingAgent)$$' -benchtime=1x -timeout=30m ./internal/bridge
 	$(GO) test -run='^$$' -bench='^BenchmarkStreamingAgent$$' -benchtime=1x ./internal/bridge -args -stream.page
+	$(GO) test -run='^$$' -bench='^BenchmarkLoadThousand$$' -benchtime=1x ./internal/bridge -args -load.transport https
 
 # The speed figures alone, each a ratio measured side by side in one run
 # (the machine may be shared; each side's fastest run counts): a 4 MiB
