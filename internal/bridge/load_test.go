@@ -222,10 +222,11 @@ func BenchmarkLoadThousand(b *testing.B) {
 	b.ReportMetric(perAgent(int64(idle.fds), int64(base.fds)), "fds/agent")
 	fmt.Printf("baseline, no agent: bridge %.2f%% of one core, RSS %.1f MB, %d fds %v, %d goroutines, heap %.1f MB\n",
 		base.cpu*100, mb(base.rss), base.fds, base.kinds, base.goroutines, mb(base.heap))
-	fmt.Printf("%d agents held in waiting reads over %s, idle %s: bridge %.2f%% of one core (budget %.0f%%: %.2fx), RSS %.1f MB (budget %d MB: %.2fx; %.1f KiB per agent over the baseline), %d fds %v (%.2f per agent over the baseline; %d agent connections), %d goroutines (%.2f per agent), heap %.1f MB (%.1f KiB per agent)\n",
+	fmt.Printf("%d agents held in waiting reads over %s, idle %s: bridge %.2f%% of one core (budget %.0f%%: %.2fx), RSS %.1f MB (budget %d MB: %.2fx; %.1f KiB per agent over the baseline), %d fds %v (%.2f per agent over the baseline; %d agent connections), %d goroutines (%.2f per agent), heap %.1f MB (%.1f KiB per agent), stacks %.1f MB (%.1f KiB per agent)\n",
 		n, over, *loadWindow, idle.cpu*100, idleCoreBudget, idle.cpu*100/idleCoreBudget, mb(idle.rss), idleRSSBudget, mb(idle.rss)/idleRSSBudget, perAgent(idle.rss, base.rss)/1024,
 		idle.fds, idle.kinds, perAgent(int64(idle.fds), int64(base.fds)), idle.kinds["socket"]-base.kinds["socket"],
-		idle.goroutines, perAgent(int64(idle.goroutines), int64(base.goroutines)), mb(idle.heap), perAgent(int64(idle.heap), int64(base.heap))/1024)
+		idle.goroutines, perAgent(int64(idle.goroutines), int64(base.goroutines)), mb(idle.heap), perAgent(int64(idle.heap), int64(base.heap))/1024,
+		mb(idle.stacks), perAgent(idle.stacks, base.stacks)/1024)
 	fmt.Printf("5 s after collie durable list (a read of every agent beside its held one): %d fds %v (%.2f per agent over the baseline)\n",
 		checkedFDs, checkedKinds, perAgent(int64(checkedFDs), int64(base.fds)))
 	fmt.Printf("the same with a device watching and %d changes in %s: bridge %.2f%% of one core (budget %d%%: %.2fx), RSS %.1f MB, %d fds, %d goroutines; %d feed events\n",
@@ -289,6 +290,7 @@ type childStats struct {
 	kinds      map[string]int
 	goroutines int
 	heap       int64 // live heap at the end, after a GC
+	stacks     int64 // the goroutines' stacks at the end
 }
 
 // measureChild returns what the child's bridge cost over d: its share of
@@ -323,6 +325,7 @@ func measureChild(b *testing.B, c *loadChild, d time.Duration) childStats {
 	f := c.expect(b, "stats")
 	st.goroutines, _ = strconv.Atoi(f[1])
 	st.heap, _ = strconv.ParseInt(f[2], 10, 64)
+	st.stacks, _ = strconv.ParseInt(f[3], 10, 64)
 	return st
 }
 
@@ -404,7 +407,7 @@ func vmRSS(pid int) (int64, error) {
 //
 //	reload           reload sources.json; says "held" once every agent is held in a waiting read
 //	check            reads every agent once more, as collie durable list does; says "ok"
-//	stats            says "stats GOROUTINES HEAP" (the live heap after a GC, in bytes)
+//	stats            says "stats GOROUTINES HEAP STACKS" (the live heap after a GC and the goroutines' stacks, in bytes)
 //	cpu FILE         starts a CPU profile into FILE; says "ok"
 //	cpu-stop         stops it; says "ok"
 //	heap FILE        writes a heap profile (after a GC); says "ok"
@@ -460,7 +463,10 @@ func TestLoadChild(t *testing.T) {
 			br.Check(context.Background())
 			fmt.Println("ok")
 		case "stats":
-			fmt.Printf("stats %d %d\n", runtime.NumGoroutine(), heapAfterGC())
+			heap := heapAfterGC()
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			fmt.Printf("stats %d %d %d\n", runtime.NumGoroutine(), heap, m.StackInuse)
 		case "cpu":
 			if cpu, err = os.Create(arg); err != nil {
 				t.Fatal(err)
