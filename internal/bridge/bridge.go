@@ -108,7 +108,7 @@ type Bridge struct {
 	wake     chan struct{}
 	wg       sync.WaitGroup // the scheduler and the reads under way
 
-	roots upstream.Roots // the HTTPS agents' certificate roots, one pool per CA
+	https upstream.Shared // what the HTTPS agents' clients share: roots, turns to connect
 
 	mu          sync.Mutex
 	agents      map[string]*agent
@@ -265,7 +265,7 @@ func (b *Bridge) start(s sources.Source) {
 	case s.Transport() == "socket":
 		client = upstream.NewSocket(s.Socket, b.o.UID)
 	default:
-		client, err = upstream.NewHTTPS(s.URL, s.Token, upstream.HTTPSOptions{CAFile: s.CAFile, Roots: &b.roots})
+		client, err = upstream.NewHTTPS(s.URL, s.Token, upstream.HTTPSOptions{CAFile: s.CAFile, Shared: &b.https})
 	}
 	b.add(s, client, err)
 }

@@ -22,10 +22,10 @@ type HTTPSOptions struct {
 	// agent whose certificate a private CA signed. There is no option to
 	// skip certificate checks.
 	CAFile string
-	// Roots, when set, builds the roots from CAFile, shared with the other
-	// clients that use the same Roots; without it each client builds its
-	// own.
-	Roots *Roots
+	// Shared, when set, is shared with the other clients made with it:
+	// the roots built from CAFile, and turns to connect (see Shared).
+	// Without it the client builds its own roots and connects at will.
+	Shared *Shared
 	// Timeout overrides DefaultTimeout.
 	Timeout time.Duration
 }
@@ -33,7 +33,7 @@ type HTTPSOptions struct {
 // NewHTTPS returns a client for the agent at baseURL (checked by
 // sources.CheckURL), sending token as a bearer token with every request.
 func NewHTTPS(baseURL, token string, o HTTPSOptions) (Waiter, error) {
-	roots, err := o.Roots.pool(o.CAFile)
+	roots, err := o.Shared.pool(o.CAFile)
 	if err != nil {
 		return nil, err
 	}
@@ -62,6 +62,7 @@ func NewHTTPS(baseURL, token string, o HTTPSOptions) (Waiter, error) {
 			ClientSessionCache: tls.NewLRUClientSessionCache(4),
 		},
 		timeout: o.Timeout,
+		shared:  o.Shared,
 		pool:    newPool(),
 	}
 	return &reader{
@@ -89,6 +90,7 @@ type httpsTransport struct {
 	netDial func(ctx context.Context, network, addr string) (net.Conn, error)
 	config  *tls.Config
 	timeout time.Duration // connect and handshake
+	shared  *Shared       // turns to connect; nil: at will
 	pool    *connPool
 }
 
@@ -105,8 +107,14 @@ func (t *httpsTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // dial connects to the agent and completes the TLS handshake, checking its
-// certificate (unless over http://), within the transport's timeout.
+// certificate (unless over http://), within the transport's timeout, once
+// its turn comes (Shared).
 func (t *httpsTransport) dial(ctx context.Context) (net.Conn, error) {
+	done, err := t.shared.handshake(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	ctx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
 	raw, err := t.netDial(ctx, "tcp", t.host)

@@ -326,7 +326,7 @@ func TestHTTPSTrickleEndedByDeadline_K2(t *testing.T) {
 	})
 }
 
-// TestRootsSharedPerCA: clients made with one Roots share one pool of
+// TestRootsSharedPerCA: clients made with one Shared share one pool of
 // certificate roots per CA file's contents (a thousand agents behind one
 // CA cost one pool, not a thousand copies of the system's roots); another
 // CA gets its own pool, which trusts only its own agents beside the
@@ -334,10 +334,10 @@ func TestHTTPSTrickleEndedByDeadline_K2(t *testing.T) {
 func TestRootsSharedPerCA(t *testing.T) {
 	ca, other := tlstest.NewCA(t, t.TempDir()), tlstest.NewCA(t, t.TempDir())
 	a := startTLSAgent(t, ca.Issue(t, "localhost"), nil)
-	var roots Roots
+	var roots Shared
 	pool := func(caFile string) (*x509.CertPool, Waiter) {
 		t.Helper()
-		c, err := NewHTTPS(a.URL, oldToken, HTTPSOptions{CAFile: caFile, Roots: &roots})
+		c, err := NewHTTPS(a.URL, oldToken, HTTPSOptions{CAFile: caFile, Shared: &roots})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -364,4 +364,75 @@ func TestRootsSharedPerCA(t *testing.T) {
 	if p, _ := pool(""); p != nil {
 		t.Error("a client with no CA file has a pool of its own; it should use the system's roots as they are")
 	}
+}
+
+// TestHandshakesTakeTurns: the clients of one Shared make at most its
+// limit of TLS handshakes at once; the others wait their turn and then
+// connect, none failing for having waited. On synctest's clock, over TLS
+// on in-memory connections, with a server that holds each handshake
+// until told.
+func TestHandshakesTakeTurns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const clients, limit = 6, 2
+		ca := tlstest.NewCA(t, t.TempDir())
+		cert := ca.Issue(t, "localhost")
+		var (
+			mu           sync.Mutex
+			inside, most int
+		)
+		release := make(chan struct{})
+		srv, err := durable.NewServer(wire.Hello{Agent: "remote"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := memnet.New()
+		hs := &http.Server{
+			Handler: durable.RequireToken(durable.Tokens{Current: oldToken}, srv.Handler()),
+			TLSConfig: &tls.Config{GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+				mu.Lock()
+				inside++
+				most = max(most, inside)
+				mu.Unlock()
+				<-release
+				mu.Lock()
+				inside--
+				mu.Unlock()
+				return &cert, nil
+			}},
+		}
+		go hs.ServeTLS(l, "", "")
+		defer func() {
+			hs.Close()
+			synctest.Wait()
+		}()
+		shared := &Shared{limit: limit}
+		errs := make(chan error, clients)
+		for range clients {
+			c, err := NewHTTPS("https://localhost:1", oldToken, HTTPSOptions{CAFile: ca.File, Shared: shared})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.(*reader).hc.Transport.(*httpsTransport).netDial = l.DialContext
+			go func() {
+				_, err := c.Hello(t.Context())
+				errs <- err
+			}()
+		}
+		synctest.Wait() // every client is in a handshake or waiting its turn
+		mu.Lock()
+		if inside != limit {
+			t.Errorf("%d handshakes under way at once, want %d", inside, limit)
+		}
+		mu.Unlock()
+		close(release)
+		for range clients {
+			if err := <-errs; err != nil {
+				t.Errorf("a client that waited its turn: %v", err)
+			}
+		}
+		if most != limit {
+			t.Errorf("at most %d handshakes at once, want %d", most, limit)
+		}
+	})
 }
