@@ -55,8 +55,9 @@ const (
 // and its file descriptors, idle and then with a device watching while one
 // agent a second changes. The agents are real durable servers on private
 // Unix sockets in this process (with -load.transport https, on TLS
-// listeners on loopback, read with a token); the bridge, with its device API, runs in a
-// child process (this test binary again, TestLoadChild), so that its CPU
+// listeners on loopback, read with a token); the bridge, with its device
+// API, runs in a child process (this test binary again, TestLoadChild),
+// so that its CPU
 // time, RSS and descriptors are its own, read from /proc/PID. The
 // baseline is the same child measured first with no agent attached, in
 // the same run: the figures per agent are the difference.

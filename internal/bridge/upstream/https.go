@@ -44,13 +44,9 @@ func NewHTTPS(baseURL, token string, o HTTPSOptions) (Waiter, error) {
 	if err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Hostname() == "" {
 		return nil, fmt.Errorf("the agent's address %q is not an https:// URL", baseURL)
 	}
-	host := u.Host
-	if u.Port() == "" {
-		host = net.JoinHostPort(u.Hostname(), map[string]string{"https": "443", "http": "80"}[u.Scheme])
-	}
 	tr := &httpsTransport{
 		scheme:  u.Scheme,
-		host:    host,
+		host:    hostPort(u),
 		netDial: (&net.Dialer{Timeout: o.Timeout}).DialContext,
 		config: &tls.Config{
 			RootCAs:    roots,
@@ -97,13 +93,21 @@ type httpsTransport struct {
 // RoundTrip sends req, which must be for the agent's host, over the kept
 // connection or a new one.
 func (t *httpsTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme != t.scheme || req.URL.Host != t.host && net.JoinHostPort(req.URL.Hostname(), "443") != t.host {
+	if req.URL.Scheme != t.scheme || hostPort(req.URL) != t.host {
 		if req.Body != nil {
 			req.Body.Close()
 		}
 		return nil, fmt.Errorf("a request for %s://%s on the connection to %s", req.URL.Scheme, req.URL.Host, t.host)
 	}
 	return t.pool.send(req, t.dial)
+}
+
+// hostPort is u's host and port, the scheme's port when u names none.
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	return net.JoinHostPort(u.Hostname(), map[string]string{"https": "443", "http": "80"}[u.Scheme])
 }
 
 // dial connects to the agent and completes the TLS handshake, checking its

@@ -12,14 +12,15 @@ import (
 )
 
 // One HTTP/1.1 exchange over a kept connection (a Unix socket, or TLS
-// over TCP), without net/http's Transport: an agent held in a waiting read costs the bridge
-// the goroutine that asked for it and the connection's descriptor, and
-// nothing else while it waits. No goroutine reads or writes the
-// connection beside the request, and no buffer is held while the agent
-// holds the read: the request is written through a pooled buffer, the wait
-// for the reply's first byte is a readiness wait on the descriptor
-// (MSG_PEEK on the socket, under TLS too: no buffer), and the reply is read through a pooled buffer
-// that goes back to the pool when its body is closed.
+// over TCP), without net/http's Transport: an agent held in a waiting
+// read costs the bridge the goroutine that asked for it and the
+// connection's descriptor, and nothing else while it waits. No goroutine
+// reads or writes the connection beside the request, and no buffer is
+// held while the agent holds the read: the request is written through a
+// pooled buffer, the wait for the reply's first byte is a readiness wait
+// on the descriptor (MSG_PEEK on the socket, under TLS too: no buffer),
+// and the reply is read through a pooled buffer that goes back to the
+// pool when its body is closed.
 
 // maxHeaderBytes caps a reply's status line and headers (with the
 // reader's buffer on top, as net/http counts): an agent cannot make the

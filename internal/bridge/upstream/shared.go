@@ -39,20 +39,20 @@ const maxPools = 64
 
 // handshake waits for a turn to connect, and returns what ends it; ctx
 // ends the wait. A nil Shared gives a turn at once.
-func (r *Shared) handshake(ctx context.Context) (func(), error) {
-	if r == nil {
+func (s *Shared) handshake(ctx context.Context) (func(), error) {
+	if s == nil {
 		return func() {}, nil
 	}
-	r.mu.Lock()
-	if r.slots == nil {
-		n := r.limit
+	s.mu.Lock()
+	if s.slots == nil {
+		n := s.limit
 		if n == 0 {
 			n = MaxHandshakes
 		}
-		r.slots = make(chan struct{}, n)
+		s.slots = make(chan struct{}, n)
 	}
-	slots := r.slots
-	r.mu.Unlock()
+	slots := s.slots
+	s.mu.Unlock()
 	select {
 	case slots <- struct{}{}:
 		return func() { <-slots }, nil
@@ -63,7 +63,7 @@ func (r *Shared) handshake(ctx context.Context) (func(), error) {
 
 // pool returns the roots to trust for caFile: nil for the system's own
 // (no copy made), else the system's and the file's certificates.
-func (r *Shared) pool(caFile string) (*x509.CertPool, error) {
+func (s *Shared) pool(caFile string) (*x509.CertPool, error) {
 	if caFile == "" {
 		return nil, nil
 	}
@@ -72,10 +72,10 @@ func (r *Shared) pool(caFile string) (*x509.CertPool, error) {
 		return nil, fmt.Errorf("read the CA file: %w", err)
 	}
 	sum := sha256.Sum256(pem)
-	if r != nil {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if p := r.pools[sum]; p != nil {
+	if s != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if p := s.pools[sum]; p != nil {
 			return p, nil
 		}
 	}
@@ -86,11 +86,11 @@ func (r *Shared) pool(caFile string) (*x509.CertPool, error) {
 	if !roots.AppendCertsFromPEM(pem) {
 		return nil, fmt.Errorf("the CA file %s holds no PEM certificate; give the CA's certificate in PEM form", caFile)
 	}
-	if r != nil {
-		if r.pools == nil || len(r.pools) >= maxPools {
-			r.pools = map[[sha256.Size]byte]*x509.CertPool{}
+	if s != nil {
+		if s.pools == nil || len(s.pools) >= maxPools {
+			s.pools = map[[sha256.Size]byte]*x509.CertPool{}
 		}
-		r.pools[sum] = roots
+		s.pools[sum] = roots
 	}
 	return roots, nil
 }
